@@ -1,0 +1,1 @@
+//! cuzk-srs: Filecoin Groth16 parameter files.
