@@ -8,6 +8,7 @@ __device__ __forceinline__ void batch_add(const u32* bases, const u64* bits, u32
     u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     u64 nwords = (n + 63) / 64;
     u64 w0 = t * wpt;
+    if (w0 >= nwords) return;  // the grid is rounded up to whole blocks
     Xyzz<F> acc = Xyzz<F>::inf();
     for (u64 w = w0; w < w0 + wpt && w < nwords; w++) {
         u64 word = bits[w];

@@ -77,3 +77,22 @@ impl GpuDevice {
         self.sync(what)
     }
 }
+
+impl GpuDevice {
+    /// Fills `b` with copies of its first `unit` bytes (doubling device-to-device copies); used to
+    /// tile a few thousand random points into a large benchmark input.
+    pub fn tile(&self, b: &mut DevBuf, unit: usize, what: &str) -> Result<()> {
+        let total = b.len();
+        let mut filled = unit.min(total);
+        while filled < total {
+            let len = filled.min(total - filled);
+            // SAFETY: both ranges lie inside `b` and do not overlap ([0, len) and [filled, filled+len)).
+            unsafe {
+                cudarc::driver::result::memcpy_dtod_async(b.at(filled), b.at(0), len, self.stream.cu_stream())
+            }
+            .map_err(|e| backend_err(format!("tiling {what}: {e:?}")))?;
+            filled += len;
+        }
+        Ok(())
+    }
+}

@@ -77,3 +77,11 @@ pub fn ntt_in_place(dev: &GpuDevice, data: u64, tw: &DevBuf, log_n: u32, dif: bo
     }
     Ok(())
 }
+
+/// Natural-order transform: DIF in place on `data` (destroyed), then the bit-reversal copy into
+/// `out`. `inverse` uses w^-1 and does not scale by 1/n. Both are device addresses of 2^log_n Fr.
+pub fn ntt_natural(dev: &GpuDevice, data: u64, out: u64, tw: &DevBuf, log_n: u32, inverse: bool) -> Result<()> {
+    ntt_in_place(dev, data, tw, log_n, true, inverse)?;
+    let n = 1u64 << log_n;
+    gpu_launch!(dev, "bitrev_copy", grid(n, 256), &out, &data, &log_n)
+}
