@@ -64,34 +64,53 @@ struct Field {
 
     __device__ __forceinline__ Field dbl() const { return *this + *this; }
 
-    // CIOS Montgomery product: a*b*R^-1 mod M. t has N+2 limbs; each row adds a*b[i] as a low
-    // chain and a high chain, then m*M likewise, then shifts one limb down.
+    // Montgomery product a*b*R^-1 mod M, CIOS with split accumulators. The running value is
+    // E + O*2^32: per row, the even limbs of a (and of M) add their (lo, hi) product pairs to E at
+    // positions (j, j+1) and the odd limbs to O at (j-1, j), so each chain alternates mad.lo/mad.hi
+    // on one operand pair (which ptxas fuses into wide multiply-adds) and never adds twice to a
+    // limb. Then E's low limb is zero, and E >> 32 plus O becomes the next row's E.
     __device__ __forceinline__ Field operator*(const Field& b) const {
-        u32 t[N + 2];
-        _Pragma("unroll") for (int i = 0; i < N + 2; i++) t[i] = 0;
+        u32 e[N + 1], o[N + 1];
+        _Pragma("unroll") for (int k = 0; k < N + 1; k++) { e[k] = 0; o[k] = 0; }
         _Pragma("unroll") for (int i = 0; i < N; i++) {
             const u32 bi = b.v[i];
-            t[0] = mad_lo_cc(v[0], bi, t[0]);
-            _Pragma("unroll") for (int j = 1; j < N; j++) t[j] = madc_lo_cc(v[j], bi, t[j]);
-            t[N] = addc_cc(t[N], 0);
-            t[N + 1] = addc(t[N + 1], 0);
-            t[1] = mad_hi_cc(v[0], bi, t[1]);
-            _Pragma("unroll") for (int j = 1; j < N; j++) t[j + 1] = madc_hi_cc(v[j], bi, t[j + 1]);
-            t[N + 1] = addc(t[N + 1], 0);
+            e[0] = mad_lo_cc(v[0], bi, e[0]);
+            e[1] = madc_hi_cc(v[0], bi, e[1]);
+            _Pragma("unroll") for (int j = 2; j < N; j += 2) {
+                e[j] = madc_lo_cc(v[j], bi, e[j]);
+                e[j + 1] = madc_hi_cc(v[j], bi, e[j + 1]);
+            }
+            e[N] = addc(e[N], 0);
+            o[0] = mad_lo_cc(v[1], bi, o[0]);
+            o[1] = madc_hi_cc(v[1], bi, o[1]);
+            _Pragma("unroll") for (int j = 3; j < N; j += 2) {
+                o[j - 1] = madc_lo_cc(v[j], bi, o[j - 1]);
+                o[j] = madc_hi_cc(v[j], bi, o[j]);
+            }
+            o[N] = addc(o[N], 0);
 
-            const u32 m = t[0] * P::INV;
-            t[0] = mad_lo_cc(m, P::M[0], t[0]);
-            _Pragma("unroll") for (int j = 1; j < N; j++) t[j] = madc_lo_cc(m, P::M[j], t[j]);
-            t[N] = addc_cc(t[N], 0);
-            t[N + 1] = addc(t[N + 1], 0);
-            t[1] = mad_hi_cc(m, P::M[0], t[1]);
-            _Pragma("unroll") for (int j = 1; j < N; j++) t[j + 1] = madc_hi_cc(m, P::M[j], t[j + 1]);
-            t[N + 1] = addc(t[N + 1], 0);
+            const u32 m = e[0] * P::INV;
+            e[0] = mad_lo_cc(m, P::M[0], e[0]);
+            e[1] = madc_hi_cc(m, P::M[0], e[1]);
+            _Pragma("unroll") for (int j = 2; j < N; j += 2) {
+                e[j] = madc_lo_cc(m, P::M[j], e[j]);
+                e[j + 1] = madc_hi_cc(m, P::M[j], e[j + 1]);
+            }
+            e[N] = addc(e[N], 0);
+            o[0] = mad_lo_cc(m, P::M[1], o[0]);
+            o[1] = madc_hi_cc(m, P::M[1], o[1]);
+            _Pragma("unroll") for (int j = 3; j < N; j += 2) {
+                o[j - 1] = madc_lo_cc(m, P::M[j], o[j - 1]);
+                o[j] = madc_hi_cc(m, P::M[j], o[j]);
+            }
+            o[N] = addc(o[N], 0);
 
-            _Pragma("unroll") for (int j = 0; j < N + 1; j++) t[j] = t[j + 1];
-            t[N + 1] = 0;
+            e[0] = add_cc(e[1], o[0]);
+            _Pragma("unroll") for (int k = 1; k < N; k++) e[k] = addc_cc(e[k + 1], o[k]);
+            e[N] = addc(o[N], 0);
+            _Pragma("unroll") for (int k = 0; k < N + 1; k++) o[k] = 0;
         }
-        Field r; reduce_once(r.v, t, t[N]); return r;
+        Field r; reduce_once(r.v, e, e[N]); return r;
     }
 
     __device__ __forceinline__ Field sqr() const { return (*this) * (*this); }

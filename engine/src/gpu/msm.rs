@@ -52,18 +52,24 @@ pub fn msm_windows(dev: &GpuDevice, curve: Curve, bases: u64, scalars: u64, plan
     let bucket_sums = dev.alloc(slots as usize * curve.xyzz_bytes(), "MSM bucket sums")?;
     let seg = dev.alloc((windows * segments) as usize * curve.xyzz_bytes(), "MSM segment sums")?;
 
+    let prof = Profiler::new(dev);
     gpu_launch!(dev, "msm_digits", grid(n, 256), &scalars, &digits.ptr(), &counts.ptr(), &n, &c, &windows)?;
     let scan_cfg = cudarc::driver::LaunchConfig { grid_dim: (windows, 1, 1), block_dim: (1024, 1, 1), shared_mem_bytes: 0 };
+    prof.mark("digits+histogram")?;
     gpu_launch!(dev, "msm_scan", scan_cfg, &counts.ptr(), &offsets.ptr(), &cursor.ptr(), &buckets)?;
     gpu_launch!(dev, "msm_scatter", grid(n * windows as u64, 256), &digits.ptr(), &cursor.ptr(), &sorted.ptr(), &n, &windows, &buckets)?;
+    prof.mark("scan+scatter")?;
     drop(digits);
     gpu_launch!(dev, &curve.kernel("msm_accumulate"), grid(slots, 128), &bases, &sorted.ptr(), &offsets.ptr(), &counts.ptr(),
                 &bucket_sums.ptr(), &n, &windows, &buckets)?;
+    prof.mark("accumulate")?;
     gpu_launch!(dev, &curve.kernel("msm_bucket_reduce"), grid(windows as u64 * segments as u64, 128), &bucket_sums.ptr(), &seg.ptr(),
                 &windows, &buckets, &segments)?;
+    prof.mark("bucket reduce")?;
     let folded = fold(dev, curve, seg, windows as u64, segments as u64)?;
     let mut out = vec![0u8; windows as usize * curve.xyzz_bytes()];
     dev.download(&folded, 0, &mut out, "MSM window sums")?;
+    prof.mark("fold+download")?;
     Ok(out)
 }
 
@@ -106,4 +112,25 @@ pub fn msm_g2_device(dev: &GpuDevice, bases: &DevBuf, scalars: &DevBuf, n: u64) 
     let raw = msm_windows(dev, Curve::G2, bases.ptr(), scalars.ptr(), &plan)?;
     let w = raw.chunks_exact(Curve::G2.xyzz_bytes()).map(g2_from_xyzz).collect();
     Ok(combine(w, plan.c))
+}
+
+/// Per-phase wall times of one MSM, printed to stderr when `CUZK_MSM_PROFILE` is set (each mark
+/// synchronises the stream, so profiling slows the MSM slightly).
+struct Profiler<'a> {
+    dev: &'a GpuDevice,
+    last: Option<std::time::Instant>,
+}
+
+impl<'a> Profiler<'a> {
+    fn new(dev: &'a GpuDevice) -> Self {
+        let on = std::env::var_os("CUZK_MSM_PROFILE").is_some();
+        Profiler { dev, last: on.then(std::time::Instant::now) }
+    }
+    fn mark(&self, phase: &str) -> Result<()> {
+        if let Some(t) = self.last {
+            self.dev.sync(phase)?;
+            eprintln!("msm phase {phase:<18} ends at {:8.2} ms", t.elapsed().as_secs_f64() * 1e3);
+        }
+        Ok(())
+    }
 }
