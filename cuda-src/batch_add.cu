@@ -34,15 +34,15 @@ __device__ __forceinline__ void reduce_sum(const u32* in, u32* out, u64 count, u
     acc.store(out + (u64)Xyzz<F>::WORDS * j);
 }
 
-extern "C" __global__ void __launch_bounds__(256) batch_add_g1(const u32* bases, const u64* bits, u32* partials, u64 n, u64 wpt) {
+extern "C" __global__ void __launch_bounds__(128) batch_add_g1(const u32* bases, const u64* bits, u32* partials, u64 n, u64 wpt) {
     batch_add<Fp>(bases, bits, partials, n, wpt);
 }
-extern "C" __global__ void __launch_bounds__(256) batch_add_g2(const u32* bases, const u64* bits, u32* partials, u64 n, u64 wpt) {
+extern "C" __global__ void __launch_bounds__(128) batch_add_g2(const u32* bases, const u64* bits, u32* partials, u64 n, u64 wpt) {
     batch_add<Fp2>(bases, bits, partials, n, wpt);
 }
-extern "C" __global__ void __launch_bounds__(256) reduce_sum_g1(const u32* in, u32* out, u64 count, u32 k) {
+extern "C" __global__ void __launch_bounds__(128) reduce_sum_g1(const u32* in, u32* out, u64 count, u32 k) {
     reduce_sum<Fp>(in, out, count, k);
 }
-extern "C" __global__ void __launch_bounds__(256) reduce_sum_g2(const u32* in, u32* out, u64 count, u32 k) {
+extern "C" __global__ void __launch_bounds__(128) reduce_sum_g2(const u32* in, u32* out, u64 count, u32 k) {
     reduce_sum<Fp2>(in, out, count, k);
 }

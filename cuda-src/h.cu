@@ -34,5 +34,9 @@ extern "C" __global__ void bitrev_copy(u32* out, const u32* in, u32 logn) {
     u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     u64 k = bitrev(i, logn);
-    _Pragma("unroll") for (int w = 0; w < 8; w++) out[8 * k + w] = in[8 * i + w];
+    const uint4* src = (const uint4*)(in + 8 * i);
+    uint4* dst = (uint4*)(out + 8 * k);
+    uint4 a = src[0], b = src[1];
+    dst[0] = a;
+    dst[1] = b;
 }

@@ -12,6 +12,11 @@
 
 #define NO_DIGIT 0xffffffffu
 
+// Minimum resident 128-thread blocks per SM for the G1 point kernels (caps their registers).
+#ifndef CUZK_G1_MIN_BLOCKS
+#define CUZK_G1_MIN_BLOCKS 4
+#endif
+
 extern "C" __global__ void msm_digits(const u32* scalars, u32* digits, u32* counts, u64 n, u32 c,
                                       u32 nwin) {
     u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
@@ -120,17 +125,17 @@ __device__ __forceinline__ void bucket_reduce(const u32* buckets, u32* out, u32 
     acc.store(out + (u64)Xyzz<F>::WORDS * idx);
 }
 
-extern "C" __global__ void __launch_bounds__(256) msm_accumulate_g1(const u32* bases, const u32* sorted, const u32* offsets,
+extern "C" __global__ void __launch_bounds__(128, CUZK_G1_MIN_BLOCKS) msm_accumulate_g1(const u32* bases, const u32* sorted, const u32* offsets,
                                              const u32* counts, u32* buckets, u64 n, u32 nwin, u32 B) {
     accumulate<Fp>(bases, sorted, offsets, counts, buckets, n, nwin, B);
 }
-extern "C" __global__ void __launch_bounds__(256) msm_accumulate_g2(const u32* bases, const u32* sorted, const u32* offsets,
+extern "C" __global__ void __launch_bounds__(128) msm_accumulate_g2(const u32* bases, const u32* sorted, const u32* offsets,
                                              const u32* counts, u32* buckets, u64 n, u32 nwin, u32 B) {
     accumulate<Fp2>(bases, sorted, offsets, counts, buckets, n, nwin, B);
 }
-extern "C" __global__ void __launch_bounds__(256) msm_bucket_reduce_g1(const u32* buckets, u32* out, u32 nwin, u32 B, u32 nseg) {
+extern "C" __global__ void __launch_bounds__(128) msm_bucket_reduce_g1(const u32* buckets, u32* out, u32 nwin, u32 B, u32 nseg) {
     bucket_reduce<Fp>(buckets, out, nwin, B, nseg);
 }
-extern "C" __global__ void __launch_bounds__(256) msm_bucket_reduce_g2(const u32* buckets, u32* out, u32 nwin, u32 B, u32 nseg) {
+extern "C" __global__ void __launch_bounds__(128) msm_bucket_reduce_g2(const u32* buckets, u32* out, u32 nwin, u32 B, u32 nseg) {
     bucket_reduce<Fp2>(buckets, out, nwin, B, nseg);
 }

@@ -1,4 +1,4 @@
-//! Kernel benchmark on GPU 0: `cargo run --release --example gpu_bench [max_log] [reps]`.
+//! Kernel benchmark on GPU 0: `cargo run --release --example gpu_bench [max_log] [reps] [only]`.
 //! The `cuzk bench kernels` subcommand calls the same function.
 
 use cuzk_engine::gpu::bench::{run_kernel_bench, KernelBenchOptions};
@@ -13,6 +13,7 @@ fn main() {
     if let Some(v) = args.get(2).and_then(|s| s.parse().ok()) {
         opts.reps = v;
     }
+    opts.only = args.get(3).cloned();
     let dev = match GpuDevice::open(0) {
         Ok(d) => d,
         Err(e) => {

@@ -28,11 +28,13 @@ pub struct KernelBenchOptions {
     pub max_log: u32,
     /// Distinct random points generated on the CPU and tiled to the benchmark size.
     pub distinct_points: usize,
+    /// Run only the families whose name contains this (msm_g1, msm_g2, ntt, h, batch_add).
+    pub only: Option<String>,
 }
 
 impl Default for KernelBenchOptions {
     fn default() -> Self {
-        KernelBenchOptions { reps: 5, max_log: 27, distinct_points: 4096 }
+        KernelBenchOptions { reps: 5, max_log: 27, distinct_points: 4096, only: None }
     }
 }
 
@@ -121,10 +123,12 @@ pub fn run_kernel_bench(dev: &GpuDevice, opts: &KernelBenchOptions) -> Result<Ke
     let mut rng = ChaCha20Rng::seed_from_u64(0x00c0_ffee);
     line(&mut out, format!("# cuzk kernel bench on {} (sm_{}{}, {} SMs), median of {} after warm-up", dev.name, dev.cc.0, dev.cc.1, dev.sm_count, opts.reps));
     let fits = |l: u32| l <= opts.max_log;
+    let want = |family: &str| opts.only.as_deref().map_or(true, |o| family.contains(o));
 
     // MSM, bases resident, random scalars resident.
     for (curve, logs) in [(Curve::G1, &[20u32, 22, 24, 26][..]), (Curve::G2, &[20u32, 22, 24][..])] {
-        let logs: Vec<u32> = logs.iter().copied().filter(|&l| fits(l)).collect();
+        let family = if curve == Curve::G1 { "msm_g1" } else { "msm_g2" };
+        let logs: Vec<u32> = logs.iter().copied().filter(|&l| fits(l) && want(family)).collect();
         let Some(&top) = logs.last() else { continue };
         let bases = tiled_bases(dev, curve, 1 << top, opts.distinct_points, &mut rng)?;
         let scal = dev.upload(as_bytes(&random_scalars(1 << top, rng.next_u64())), "bench scalars")?;
@@ -142,7 +146,7 @@ pub fn run_kernel_bench(dev: &GpuDevice, opts: &KernelBenchOptions) -> Result<Ke
     }
 
     // NTT forward / coset / inverse, natural order in and out, device resident.
-    let ntt_logs: Vec<u32> = [20u32, 24, 26, 27].into_iter().filter(|&l| fits(l)).collect();
+    let ntt_logs: Vec<u32> = [20u32, 24, 26, 27].into_iter().filter(|&l| fits(l) && want("ntt")).collect();
     if let Some(&top) = ntt_logs.last() {
         let data = dev.upload(as_bytes(&random_scalars(1 << top, rng.next_u64())), "bench NTT data")?;
         let outb = dev.alloc(32usize << top, "bench NTT output")?;
@@ -168,7 +172,7 @@ pub fn run_kernel_bench(dev: &GpuDevice, opts: &KernelBenchOptions) -> Result<Ke
     }
 
     // Fused H: a, b, c resident; 3 iNTT + 3 coset NTT + quotient + coset iNTT.
-    for l in [24u32, 27].into_iter().filter(|&l| fits(l)) {
+    for l in [24u32, 27].into_iter().filter(|&l| fits(l) && want("h_fused")) {
         let d = HDomain::new(dev, l)?;
         let bufs: Vec<DevBuf> = (0..3)
             .map(|i| dev.upload(as_bytes(&random_scalars(1 << l, i)), "bench H input"))
@@ -179,7 +183,7 @@ pub fn run_kernel_bench(dev: &GpuDevice, opts: &KernelBenchOptions) -> Result<Ke
     }
 
     // Batch addition, ~50% of the bits set.
-    let ba_logs: Vec<u32> = [24u32, 26].into_iter().filter(|&l| fits(l)).collect();
+    let ba_logs: Vec<u32> = [24u32, 26].into_iter().filter(|&l| fits(l) && want("batch_add")).collect();
     if let Some(&top) = ba_logs.last() {
         let bases = tiled_bases(dev, Curve::G1, 1 << top, opts.distinct_points, &mut rng)?;
         let words: Vec<u64> = (0..(1usize << top) / 64).map(|_| rng.next_u64()).collect();

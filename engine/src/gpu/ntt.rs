@@ -70,7 +70,7 @@ pub fn ntt_in_place(dev: &GpuDevice, data: u64, tw: &DevBuf, log_n: u32, dif: bo
         let lg_l: u32 = if b >= 1 { 1 } else { 0 };
         let elems = (1u64 << t) << lg_l;
         let blocks = (1u64 << log_n) / elems;
-        let threads = (elems / 2).min(512) as u32;
+        let threads = (elems / 4).clamp(1, 256) as u32;
         let cfg = LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: (elems * 32) as u32 };
         let (dif_u, inv_u) = (u32::from(dif), u32::from(inverse));
         gpu_launch!(dev, "ntt_pass", cfg, &data, &tw.ptr(), &log_n, &b, &t, &lg_l, &dif_u, &inv_u)?;

@@ -57,12 +57,21 @@ pub fn cache_dir() -> PathBuf {
     std::env::temp_dir().join("cuzk-kernels")
 }
 
+/// Extra NVRTC options from `CUZK_NVRTC_OPTIONS` (whitespace separated), for tuning runs such as
+/// `-DCUZK_G1_MIN_BLOCKS=5`; they are part of the cache key.
+fn extra_options() -> Vec<String> {
+    std::env::var("CUZK_NVRTC_OPTIONS").map(|v| v.split_whitespace().map(String::from).collect()).unwrap_or_default()
+}
+
 fn cache_key(source: &str, arch: &str, version: (i32, i32)) -> String {
     let mut h = Sha256::new();
     h.update(source.as_bytes());
     h.update(arch.as_bytes());
     h.update(format!("nvrtc {}.{}", version.0, version.1).as_bytes());
     for o in OPTIONS {
+        h.update(o.as_bytes());
+    }
+    for o in extra_options() {
         h.update(o.as_bytes());
     }
     h.finalize().iter().take(12).map(|b| format!("{b:02x}")).collect()
@@ -104,6 +113,7 @@ fn nvrtc_cubin(module: Module, source: &str, arch: &str) -> Result<(Vec<u8>, Str
     let prog = nv::create_program(&src, Some(&name)).map_err(|e| format!("{where_}: create: {e:?}"))?;
     let mut opts: Vec<String> = OPTIONS.iter().map(|s| s.to_string()).collect();
     opts.push(format!("--gpu-architecture={arch}"));
+    opts.extend(extra_options());
     // SAFETY: prog was created above and is destroyed once below.
     let res = unsafe { nv::compile_program(prog, &opts) };
     let log = unsafe { nv::get_program_log(prog) }
