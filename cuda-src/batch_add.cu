@@ -3,7 +3,7 @@
 
 // Thread t sums the set bits of bitmap words [t*wpt, (t+1)*wpt), skipping unset bits entirely so
 // all lanes of a warp do useful additions. Bits at or beyond n are ignored.
-template <class F>
+template <class F, bool INLINE>
 __device__ __forceinline__ void batch_add(const u32* bases, const u64* bits, u32* partials, u64 n, u64 wpt) {
     u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     u64 nwords = (n + 63) / 64;
@@ -16,7 +16,8 @@ __device__ __forceinline__ void batch_add(const u32* bases, const u64* bits, u32
         while (word != 0) {
             u32 bit = __ffsll((long long)word) - 1;
             word &= word - 1;
-            acc = acc.add_affine(Affine<F>::load(bases + (u64)Affine<F>::WORDS * (w * 64 + bit)));
+            Affine<F> p = Affine<F>::load(bases + (u64)Affine<F>::WORDS * (w * 64 + bit));
+            acc = INLINE ? acc.add_affine_inline(p) : acc.add_affine(p);
         }
     }
     acc.store(partials + (u64)Xyzz<F>::WORDS * t);
@@ -35,10 +36,10 @@ __device__ __forceinline__ void reduce_sum(const u32* in, u32* out, u64 count, u
 }
 
 extern "C" __global__ void __launch_bounds__(128) batch_add_g1(const u32* bases, const u64* bits, u32* partials, u64 n, u64 wpt) {
-    batch_add<Fp>(bases, bits, partials, n, wpt);
+    batch_add<Fp, true>(bases, bits, partials, n, wpt);
 }
 extern "C" __global__ void __launch_bounds__(128) batch_add_g2(const u32* bases, const u64* bits, u32* partials, u64 n, u64 wpt) {
-    batch_add<Fp2>(bases, bits, partials, n, wpt);
+    batch_add<Fp2, false>(bases, bits, partials, n, wpt);
 }
 extern "C" __global__ void __launch_bounds__(128) reduce_sum_g1(const u32* in, u32* out, u64 count, u32 k) {
     reduce_sum<Fp>(in, out, count, k);

@@ -63,8 +63,10 @@ struct Xyzz {
         return r;
     }
 
-    // this + affine (madd-2008-s).
-    __device__ __noinline__ Xyzz add_affine(const Affine<F>& a) const {
+    // this + affine (madd-2008-s). add_affine is a call (small code, fast compiles, used for
+    // G2); add_affine_inline is expanded in place (used by the G1 inner loops).
+    __device__ __noinline__ Xyzz add_affine(const Affine<F>& a) const { return add_affine_inline(a); }
+    __device__ __forceinline__ Xyzz add_affine_inline(const Affine<F>& a) const {
         if (a.is_inf()) return *this;
         if (is_inf()) return from_affine(a);
         F u2 = a.x * zz;

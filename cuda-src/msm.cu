@@ -83,7 +83,7 @@ extern "C" __global__ void msm_scatter(const u32* digits, u32* cursor, u32* sort
     sorted[w * n + pos] = (u32)i | (d & 0x80000000u);
 }
 
-template <class F>
+template <class F, bool INLINE>
 __device__ __forceinline__ void accumulate(const u32* bases, const u32* sorted, const u32* offsets,
                                            const u32* counts, u32* buckets, u64 n, u32 nwin, u32 B) {
     u64 idx = (u64)blockIdx.x * blockDim.x + threadIdx.x;
@@ -96,7 +96,7 @@ __device__ __forceinline__ void accumulate(const u32* bases, const u32* sorted, 
         u32 e = list[k];
         Affine<F> p = Affine<F>::load(bases + (u64)Affine<F>::WORDS * (e & 0x7fffffffu));
         if (e & 0x80000000u) p = p.neg();
-        acc = acc.add_affine(p);
+        acc = INLINE ? acc.add_affine_inline(p) : acc.add_affine(p);
     }
     acc.store(buckets + (u64)Xyzz<F>::WORDS * idx);
 }
@@ -127,11 +127,11 @@ __device__ __forceinline__ void bucket_reduce(const u32* buckets, u32* out, u32 
 
 extern "C" __global__ void __launch_bounds__(128, CUZK_G1_MIN_BLOCKS) msm_accumulate_g1(const u32* bases, const u32* sorted, const u32* offsets,
                                              const u32* counts, u32* buckets, u64 n, u32 nwin, u32 B) {
-    accumulate<Fp>(bases, sorted, offsets, counts, buckets, n, nwin, B);
+    accumulate<Fp, true>(bases, sorted, offsets, counts, buckets, n, nwin, B);
 }
 extern "C" __global__ void __launch_bounds__(128) msm_accumulate_g2(const u32* bases, const u32* sorted, const u32* offsets,
                                              const u32* counts, u32* buckets, u64 n, u32 nwin, u32 B) {
-    accumulate<Fp2>(bases, sorted, offsets, counts, buckets, n, nwin, B);
+    accumulate<Fp2, false>(bases, sorted, offsets, counts, buckets, n, nwin, B);
 }
 extern "C" __global__ void __launch_bounds__(128) msm_bucket_reduce_g1(const u32* buckets, u32* out, u32 nwin, u32 B, u32 nseg) {
     bucket_reduce<Fp>(buckets, out, nwin, B, nseg);

@@ -143,6 +143,20 @@ pub fn run_kernel_bench(dev: &GpuDevice, opts: &KernelBenchOptions) -> Result<Ke
                 plan.c, plan.windows, rate, 100.0 * rate / FLOOR_ADDS_PER_SEC, FLOOR_ADDS_PER_SEC, if curve == Curve::G2 { ", G1 adds" } else { "" }));
             rep.results.push((key, ms));
         }
+        // The same MSM with its scalars first uploaded from pinned host memory.
+        if curve == Curve::G1 && fits(26) {
+            let n = 1usize << 26;
+            let mut pinned = dev.alloc_pinned(32 * n, "bench scalars")?;
+            pinned.as_mut_slice()?.copy_from_slice(as_bytes(&random_scalars(n, rng.next_u64())));
+            let mut dst = dev.alloc(32 * n, "bench scalars")?;
+            let plan = MsmPlan::new(n as u64);
+            let ms = time_ms(dev, opts.reps, || {
+                dev.upload_pinned(&mut dst, &pinned, "bench scalars")?;
+                msm_windows(dev, curve, bases.ptr(), dst.ptr(), &plan).map(|_| ())
+            })?;
+            line(&mut out, format!("msm_g1_2p26_pinned {ms:>9.2} ms  (2 GiB of scalars uploaded from pinned host memory, then the MSM)"));
+            rep.results.push(("msm_g1_2p26_pinned".into(), ms));
+        }
     }
 
     // NTT forward / coset / inverse, natural order in and out, device resident.

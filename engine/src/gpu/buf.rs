@@ -96,3 +96,38 @@ impl GpuDevice {
         Ok(())
     }
 }
+
+/// Page-locked host memory for uploads at full PCIe speed.
+pub struct PinnedBuf {
+    p: cudarc::driver::PinnedHostSlice<u8>,
+}
+
+impl PinnedBuf {
+    pub fn as_mut_slice(&mut self) -> Result<&mut [u8]> {
+        self.p.as_mut_slice().map_err(|e| backend_err(format!("pinned host buffer: {e:?}")))
+    }
+    pub fn len(&self) -> usize {
+        self.p.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.p.len() == 0
+    }
+}
+
+impl GpuDevice {
+    pub fn alloc_pinned(&self, bytes: usize, what: &str) -> Result<PinnedBuf> {
+        // SAFETY: the memory is written before it is read (callers fill it first).
+        let p = unsafe { self.ctx.alloc_pinned_with_flags::<u8>(bytes.max(1), 0) }
+            .map_err(|e| backend_err(format!("pinning {bytes} host bytes for {what}: {e:?}")))?;
+        Ok(PinnedBuf { p })
+    }
+
+    /// Asynchronous copy of all of `src` to the start of `b`.
+    pub fn upload_pinned(&self, b: &mut DevBuf, src: &PinnedBuf, what: &str) -> Result<()> {
+        if src.len() > b.len() {
+            return Err(backend_err(format!("upload of {what}: {} bytes exceed the buffer's {}", src.len(), b.len())));
+        }
+        let mut view = b.s.slice_mut(0..src.len());
+        self.stream.memcpy_htod(&src.p, &mut view).map_err(|e| backend_err(format!("upload of {what}: {e:?}")))
+    }
+}
