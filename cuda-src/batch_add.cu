@@ -35,7 +35,12 @@ __device__ __forceinline__ void reduce_sum(const u32* in, u32* out, u64 count, u
     acc.store(out + (u64)Xyzz<F>::WORDS * j);
 }
 
-extern "C" __global__ void __launch_bounds__(128) batch_add_g1(const u32* bases, const u64* bits, u32* partials, u64 n, u64 wpt) {
+// Minimum resident 128-thread blocks per SM for the G1 point kernels (caps their registers).
+#ifndef CUZK_G1_MIN_BLOCKS
+#define CUZK_G1_MIN_BLOCKS 4
+#endif
+
+extern "C" __global__ void __launch_bounds__(128, CUZK_G1_MIN_BLOCKS) batch_add_g1(const u32* bases, const u64* bits, u32* partials, u64 n, u64 wpt) {
     batch_add<Fp, true>(bases, bits, partials, n, wpt);
 }
 extern "C" __global__ void __launch_bounds__(128) batch_add_g2(const u32* bases, const u64* bits, u32* partials, u64 n, u64 wpt) {
