@@ -69,22 +69,22 @@ struct Xyzz {
     __device__ __forceinline__ Xyzz add_affine_inline(const Affine<F>& a) const {
         if (a.is_inf()) return *this;
         if (is_inf()) return from_affine(a);
-        F u2 = a.x.mul_fast(zz);
-        F s2 = a.y.mul_fast(zzz);
+        F u2 = a.x * zz;
+        F s2 = a.y * zzz;
         F p = u2 - x;
         F r = s2 - y;
         if (p.is_zero()) {
             if (r.is_zero()) return dbl_affine(a);
             return inf();
         }
-        F pp = p.sqr_fast();
-        F ppp = p.mul_fast(pp);
-        F q = x.mul_fast(pp);
+        F pp = p.sqr();
+        F ppp = p * pp;
+        F q = x * pp;
         Xyzz o;
-        o.x = r.sqr_fast() - ppp - q.dbl();
-        o.y = r.mul_fast(q - o.x) - y.mul_fast(ppp);
-        o.zz = zz.mul_fast(pp);
-        o.zzz = zzz.mul_fast(ppp);
+        o.x = r.sqr() - ppp - q.dbl();
+        o.y = r * (q - o.x) - y * ppp;
+        o.zz = zz * pp;
+        o.zzz = zzz * ppp;
         return o;
     }
 

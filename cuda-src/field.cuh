@@ -70,17 +70,6 @@ struct Field {
     // on one operand pair (which ptxas fuses into wide multiply-adds) and never adds twice to a
     // limb. Then E's low limb is zero, and E >> 32 plus O becomes the next row's E.
     __device__ __forceinline__ Field operator*(const Field& b) const {
-#ifdef CUZK_FP_MUL_CALL
-        // Option: Fp products as calls, trading call overhead for a smaller instruction footprint.
-        if constexpr (N == 12) { Field r; mul_call(r, *this, b); return r; }
-#endif
-        return mul_body(b);
-    }
-    // The product as a call: one copy of the code, for callers whose code size matters (Fp2).
-    static __device__ __noinline__ void mul_call(Field& r, const Field& a, const Field& b) { r = a.mul_body(b); }
-    __device__ __forceinline__ Field mul_small(const Field& b) const { Field r; mul_call(r, *this, b); return r; }
-
-    __device__ __forceinline__ Field mul_body(const Field& b) const {
         u32 e[N + 1], o[N + 1];
         _Pragma("unroll") for (int k = 0; k < N + 1; k++) { e[k] = 0; o[k] = 0; }
         _Pragma("unroll") for (int i = 0; i < N; i++) {

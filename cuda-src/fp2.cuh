@@ -12,20 +12,16 @@ struct Fp2 {
     __device__ __forceinline__ Fp2 neg() const { Fp2 r; r.c0 = c0.neg(); r.c1 = c1.neg(); return r; }
     __device__ __forceinline__ Fp2 dbl() const { return *this + *this; }
 
-    // Karatsuba: three Fp products. The Fp products are calls: measured on the H200, G2 code with
-    // them expanded needs ~250 registers and runs 1.5x slower. operator* is itself a call;
-    // mul_fast/sqr_fast expand the Fp2 level in place (used by the G2 mixed addition).
-    __device__ __noinline__ Fp2 operator*(const Fp2& b) const { return mul_fast(b); }
-    __device__ __noinline__ Fp2 sqr() const { return sqr_fast(); }
-    __device__ __forceinline__ Fp2 mul_fast(const Fp2& b) const {
-        Fp t0 = c0.mul_small(b.c0);
-        Fp t1 = c1.mul_small(b.c1);
-        Fp t2 = (c0 + c1).mul_small(b.c0 + b.c1);
+    // Karatsuba: three Fp products.
+    __device__ __noinline__ Fp2 operator*(const Fp2& b) const {
+        Fp t0 = c0 * b.c0;
+        Fp t1 = c1 * b.c1;
+        Fp t2 = (c0 + c1) * (b.c0 + b.c1);
         Fp2 r; r.c0 = t0 - t1; r.c1 = t2 - t0 - t1; return r;
     }
     // (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u: two Fp products.
-    __device__ __forceinline__ Fp2 sqr_fast() const {
-        Fp2 r; r.c0 = (c0 + c1).mul_small(c0 - c1); Fp t = c0.mul_small(c1); r.c1 = t + t; return r;
+    __device__ __noinline__ Fp2 sqr() const {
+        Fp2 r; r.c0 = (c0 + c1) * (c0 - c1); Fp t = c0 * c1; r.c1 = t + t; return r;
     }
     static __device__ __forceinline__ Fp2 load(const u32* p) { Fp2 r; r.c0 = Fp::load(p); r.c1 = Fp::load(p + Fp::N); return r; }
     __device__ __forceinline__ void store(u32* p) const { c0.store(p); c1.store(p + Fp::N); }
