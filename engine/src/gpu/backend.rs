@@ -2,6 +2,7 @@
 //! kernels on the device's stream and downloads the result; calls are serialised by a mutex
 //! (one stream, one allocator). Per-domain NTT tables are built once and kept.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -56,10 +57,10 @@ impl Backend for GpuBackend {
         let _g = self.guard()?;
         let dev = &self.dev;
         let mut domains = self.domains.lock().map_err(|_| backend_err("compute_h: domain cache poisoned"))?;
-        if !domains.contains_key(&log_n) {
-            domains.insert(log_n, HDomain::new(dev, log_n)?);
-        }
-        let d = domains.get(&log_n).ok_or_else(|| backend_err("compute_h: domain cache lost an entry"))?;
+        let d = match domains.entry(log_n) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(v) => v.insert(HDomain::new(dev, log_n)?),
+        };
         let da = dev.upload(as_bytes(&a), "H input a")?;
         drop(a);
         let db = dev.upload(as_bytes(&b), "H input b")?;

@@ -123,7 +123,10 @@ pub fn run_kernel_bench(dev: &GpuDevice, opts: &KernelBenchOptions) -> Result<Ke
     let mut rng = ChaCha20Rng::seed_from_u64(0x00c0_ffee);
     line(&mut out, format!("# cuzk kernel bench on {} (sm_{}{}, {} SMs), median of {} after warm-up", dev.name, dev.cc.0, dev.cc.1, dev.sm_count, opts.reps));
     let fits = |l: u32| l <= opts.max_log;
-    let want = |family: &str| opts.only.as_deref().map_or(true, |o| family.contains(o));
+    let want = |family: &str| match opts.only.as_deref() {
+        None => true,
+        Some(o) => family.contains(o),
+    };
 
     // MSM, bases resident, random scalars resident.
     for (curve, logs) in [(Curve::G1, &[20u32, 22, 24, 26][..]), (Curve::G2, &[20u32, 22, 24][..])] {

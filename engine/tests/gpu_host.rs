@@ -1,0 +1,82 @@
+//! Host-side parts of the CUDA backend that need no GPU: XYZZ → projective conversion, the MSM
+//! window plan, the NTT root of unity, and the device probe's error path.
+
+use blstrs::{Fp, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cuzk_engine::gpu::msm::{window_bits, MsmPlan};
+use cuzk_engine::gpu::ntt::omega;
+use cuzk_engine::gpu::points::{g1_from_xyzz, g2_from_xyzz};
+use cuzk_engine::gpu::as_bytes;
+use ff::{Field, PrimeField};
+use group::{Curve, Group};
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+
+/// XYZZ bytes of an affine point scaled by a random z: (x·z², y·z³, z², z³).
+fn g1_xyzz(p: &G1Affine, z: Fp) -> Vec<u8> {
+    let (z2, z3) = (z.square(), z.square() * z);
+    let v = [p.x() * z2, p.y() * z3, z2, z3];
+    as_bytes(&v).to_vec()
+}
+
+#[test]
+fn xyzz_converts_to_the_same_g1_point() {
+    let mut rng = ChaCha20Rng::seed_from_u64(7);
+    for _ in 0..20 {
+        let p = G1Projective::random(&mut rng).to_affine();
+        let z = Fp::random(&mut rng);
+        assert_eq!(g1_from_xyzz(&g1_xyzz(&p, z)), G1Projective::from(p));
+    }
+    assert_eq!(g1_from_xyzz(&[0u8; 192]), G1Projective::identity());
+}
+
+#[test]
+fn xyzz_converts_to_the_same_g2_point() {
+    let mut rng = ChaCha20Rng::seed_from_u64(8);
+    for _ in 0..10 {
+        let p: G2Affine = G2Projective::random(&mut rng).to_affine();
+        let z = blstrs::Fp2::random(&mut rng);
+        let (z2, z3) = (z.square(), z.square() * z);
+        let v = [p.x() * z2, p.y() * z3, z2, z3];
+        assert_eq!(g2_from_xyzz(as_bytes(&v)), G2Projective::from(p));
+    }
+    assert_eq!(g2_from_xyzz(&[0u8; 384]), G2Projective::identity());
+}
+
+#[test]
+fn msm_plans_cover_every_scalar_bit() {
+    for log in 0..=30u32 {
+        let n = 1u64 << log;
+        for n in [n, n + 3] {
+            let p = MsmPlan::new(n);
+            assert!((4..=16).contains(&p.c), "c = {} for n = {n}", p.c);
+            assert_eq!(p.c, window_bits(n));
+            assert!(p.windows * p.c >= 256, "windows do not cover 255 bits plus the carry");
+            assert_eq!(p.buckets, 1 << (p.c - 1));
+            assert_eq!(p.buckets % p.segments, 0);
+        }
+    }
+    assert_eq!(window_bits(1 << 26), 16);
+}
+
+#[test]
+fn omega_is_a_primitive_root_of_the_domain() {
+    for log in [1u32, 2, 10, 27] {
+        let w = omega(log);
+        assert_eq!(w.pow_vartime([1u64 << log]), Scalar::ONE);
+        assert_ne!(w.pow_vartime([1u64 << (log - 1)]), Scalar::ONE);
+    }
+    assert_eq!(omega(Scalar::S), Scalar::ROOT_OF_UNITY);
+}
+
+#[test]
+fn probe_reports_what_is_missing_instead_of_panicking() {
+    // On a machine without a driver this names libcuda; with one it may succeed. Either way it
+    // must return, not panic.
+    match cuzk_engine::gpu::probe() {
+        Ok(()) => eprintln!("probe: a usable GPU and NVRTC are present"),
+        Err(why) => {
+            eprintln!("probe: {why}");
+            assert!(!why.is_empty());
+        }
+    }
+}
