@@ -13,7 +13,7 @@ pub mod point;
 mod srs;
 mod write;
 
-pub use decode::decoded_points_total;
+pub use decode::decoded_section_points_total;
 pub use error::{PointProblem, SrsError};
 pub use layout::{Layout, Section};
 pub use srs::{cache_path_beside, CacheMode, OpenOptions, Origin, Srs};
