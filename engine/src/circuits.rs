@@ -280,3 +280,59 @@ impl Circuit<Scalar> for Unsatisfied {
     }
 }
 
+
+/// The example circuits by name, as one type (what `cuzk prove` and `cuzk bench` pick from).
+#[derive(Clone)]
+pub enum Example {
+    MulChain(MulChain),
+    ManyInputs(ManyInputs),
+    Bits(Bits),
+    NoAux(NoAux),
+    COnlyAux(COnlyAux),
+    Sha256(Sha256Preimage),
+}
+
+impl Example {
+    pub const NAMES: [&'static str; 6] = ["mulchain", "many-inputs", "bits", "no-aux", "c-only", "sha256"];
+
+    /// The example `name` at `size` (its meaning per circuit: log2 of the domain for `mulchain`,
+    /// inputs for `many-inputs`, word pairs for `bits`, rows for `c-only`, preimage bytes for
+    /// `sha256`), with a witness drawn from `seed`. Same name and size ⇒ same shape, so the
+    /// partitions of a proof (different seeds) share one parameter set.
+    pub fn new(name: &str, size: usize, seed: u64) -> Option<Example> {
+        Some(match name {
+            "mulchain" => Example::MulChain(MulChain::filling_domain(size as u32, 2, seed)),
+            "many-inputs" => Example::ManyInputs(ManyInputs::random(size, seed)),
+            "bits" => Example::Bits(Bits::random(size, seed)),
+            "no-aux" => Example::NoAux(NoAux::random(seed)),
+            "c-only" => Example::COnlyAux(COnlyAux::random(size, seed)),
+            "sha256" => Example::Sha256(Sha256Preimage::random(size, seed)),
+            _ => return None,
+        })
+    }
+
+    /// A reasonable size for each example.
+    pub fn default_size(name: &str) -> usize {
+        match name {
+            "mulchain" => 16,
+            "many-inputs" => 40,
+            "bits" => 64,
+            "c-only" => 100,
+            "sha256" => 64,
+            _ => 0,
+        }
+    }
+}
+
+impl Circuit<Scalar> for Example {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        match self {
+            Example::MulChain(c) => c.synthesize(cs),
+            Example::ManyInputs(c) => c.synthesize(cs),
+            Example::Bits(c) => c.synthesize(cs),
+            Example::NoAux(c) => c.synthesize(cs),
+            Example::COnlyAux(c) => c.synthesize(cs),
+            Example::Sha256(c) => c.synthesize(cs),
+        }
+    }
+}

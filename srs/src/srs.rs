@@ -75,12 +75,7 @@ impl Srs {
         let vk = decode_vk(path, &bytes, &layout)?;
         let subgroup = opts.subgroup_check;
 
-        let cache_path = match &opts.cache {
-            CacheMode::Off => None,
-            CacheMode::Beside => Some(cache_path_beside(path)),
-            CacheMode::Dir(dir) => Some(dir.join(cache_file_name(path))),
-        };
-        let Some(cache_path) = cache_path else {
+        let Some(cache_path) = cache_path(path, opts) else {
             let points = decode_owned(path, &bytes, &layout, subgroup)?;
             return Ok(Srs { path: path.into(), layout: Some(layout), vk, points, origin: Origin::InMemory { cache_error: None } });
         };
@@ -209,6 +204,42 @@ impl Srs {
     pub fn point_bytes(&self) -> u64 {
         (self.h().len() + self.l().len() + self.a().len() + self.b_g1().len()) as u64 * 96 + self.b_g2().len() as u64 * 192
     }
+}
+
+/// The state of a parameter file's decode cache, found without building anything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CacheState {
+    Disabled,
+    Missing(PathBuf),
+    Valid(PathBuf),
+    Stale { cache: PathBuf, why: String },
+}
+
+/// Where `opts` puts the decode cache of `path` (`None` when caching is off).
+pub fn cache_path(path: &Path, opts: &OpenOptions) -> Option<PathBuf> {
+    match &opts.cache {
+        CacheMode::Off => None,
+        CacheMode::Beside => Some(cache_path_beside(path)),
+        CacheMode::Dir(dir) => Some(dir.join(cache_file_name(path))),
+    }
+}
+
+/// Validates `path`'s layout and reports the state of its decode cache (for `cuzk srs inspect`).
+pub fn inspect(path: &Path, opts: &OpenOptions) -> Result<(Layout, CacheState), SrsError> {
+    let file = File::open(path).map_err(|e| SrsError::io(path, e))?;
+    // SAFETY: read-only input.
+    let bytes = unsafe { Mmap::map(&file) }.map_err(|e| SrsError::io(path, e))?;
+    let layout = Layout::parse(path, &bytes)?;
+    let Some(cache) = cache_path(path, opts) else {
+        return Ok((layout, CacheState::Disabled));
+    };
+    let binding = Binding::of_source(path, &file, &bytes, &layout, opts.subgroup_check)?;
+    let state = match cache::open(&cache, path, &binding) {
+        Ok(_) => CacheState::Valid(cache),
+        Err(SrsError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => CacheState::Missing(cache),
+        Err(e) => CacheState::Stale { cache, why: e.to_string() },
+    };
+    Ok((layout, state))
 }
 
 /// The default cache path beside a parameter file.
