@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use bellperson::groth16::{Proof, VerifyingKey};
 use bellperson::Circuit;
-use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
 use cuzk_srs::Srs;
 use ff::Field;
 use group::prime::PrimeCurveAffine;
@@ -143,41 +143,13 @@ pub fn prepare(index: usize, asg: Assignment, srs: &Srs, opts: &ProveOptions) ->
     Ok(Prepared { index, a, b, c, l, a_query, b_query, public_inputs: inputs[1..].to_vec(), shape })
 }
 
-fn msm_split_g1(backend: &dyn Backend, bases: &[G1Affine], split: &Split, t: &mut Timings) -> Result<G1Projective, EngineError> {
-    let start = Instant::now();
-    let mut acc = backend.msm_g1(bases, &split.tail)?;
-    t.tail_msm_ms += ms(start);
-    if split.ones.count_ones() > 0 {
-        let start = Instant::now();
-        acc += backend.batch_add_g1(bases, split.ones.words())?;
-        t.batch_add_ms += ms(start);
-    }
-    Ok(acc)
-}
-
-fn msm_split_g2(backend: &dyn Backend, bases: &[G2Affine], split: &Split, t: &mut Timings) -> Result<G2Projective, EngineError> {
-    let start = Instant::now();
-    let mut acc = backend.msm_g2(bases, &split.tail)?;
-    if split.ones.count_ones() > 0 {
-        acc += backend.batch_add_g2(bases, split.ones.words())?;
-    }
-    t.b_g2_msm_ms += ms(start);
-    Ok(acc)
-}
-
-/// Runs H and the five MSMs of one partition on `backend`.
+/// Stages, computes and collects one partition on `backend` (the three steps a pipeline runs on
+/// its upload, compute and collector actors).
 pub fn compute(p: Prepared, srs: &Srs, backend: &dyn Backend, t: &mut Timings) -> Result<(Sums, Vec<Scalar>), EngineError> {
-    let Prepared { a, b, c, l, a_query, b_query, public_inputs, .. } = p;
-    let start = Instant::now();
-    let h_coeffs = backend.compute_h(a, b, c)?;
-    let h = backend.msm_g1(srs.h(), &h_coeffs)?;
-    drop(h_coeffs);
-    t.ntt_msm_h_ms += ms(start);
-    let l = msm_split_g1(backend, srs.l(), &l, t)?;
-    let a = msm_split_g1(backend, srs.a(), &a_query, t)?;
-    let b_g1 = msm_split_g1(backend, srs.b_g1(), &b_query, t)?;
-    let b_g2 = msm_split_g2(backend, srs.b_g2(), &b_query, t)?;
-    Ok((Sums { h, l, a, b_g1, b_g2 }, public_inputs))
+    let staged = backend.stage(p)?;
+    let computed = backend.compute(srs, staged, t)?;
+    let inputs = computed.public_inputs.clone();
+    Ok((backend.collect(computed)?, inputs))
 }
 
 /// The proof from the MSM sums and the randomness `r, s`, exactly as bellperson assembles it.
@@ -231,7 +203,9 @@ impl<'a> Prover<'a> {
         let total = Instant::now();
         let mut t = Timings::default();
         let start = Instant::now();
-        let assignments = synthesize_batch(circuits, Shape::default())?;
+        // The parameters fix the shape exactly: reserve it up front.
+        let hint = Shape { constraints: self.srs.domain_size(), inputs: self.srs.num_inputs(), aux: self.srs.l().len() };
+        let assignments = synthesize_batch(circuits, hint)?;
         t.synth_ms = ms(start);
         let verifier = if self.opts.self_verify { Some(Verifier::new(self.srs.vk())) } else { None };
         let mut batch = ProofBatch { proofs: Vec::new(), public_inputs: Vec::new(), timings: Timings::default() };
