@@ -88,20 +88,24 @@ fn ms(start: Instant) -> f64 {
 
 /// H, then each query as `msm(bases, tail) + batch_add(bases, ones)`.
 pub fn run_steps<B: Backend + ?Sized>(b: &B, srs: &Srs, p: Prepared, t: &mut Timings) -> Result<Sums, EngineError> {
-    let Prepared { a, b: b_evals, c, l, a_query, b_query, .. } = p;
+    let Prepared { a, b: b_evals, c, l, a_query, b_query, msm_chunk, .. } = p;
+    let chunk = msm_chunk.unwrap_or(usize::MAX).max(1);
     let start = Instant::now();
     let h_coeffs = b.compute_h(a, b_evals, c)?;
     let h = b.msm_g1(srs.h(), &h_coeffs)?;
     drop(h_coeffs);
     t.ntt_msm_h_ms += ms(start);
+    t.events.push(("ntt_msm_h", start, Instant::now()));
     let g1 = |bases: &[G1Affine], split: &Split, t: &mut Timings| -> Result<G1Projective, EngineError> {
         let start = Instant::now();
-        let mut acc = b.msm_g1(bases, &split.tail)?;
+        let mut acc = msm_chunked(bases, &split.tail, chunk, |x, y| b.msm_g1(x, y))?;
         t.tail_msm_ms += ms(start);
+        t.events.push(("tail_msm", start, Instant::now()));
         if split.ones.count_ones() > 0 {
             let start = Instant::now();
             acc += b.batch_add_g1(bases, split.ones.words())?;
             t.batch_add_ms += ms(start);
+            t.events.push(("batch_add", start, Instant::now()));
         }
         Ok(acc)
     };
@@ -109,10 +113,29 @@ pub fn run_steps<B: Backend + ?Sized>(b: &B, srs: &Srs, p: Prepared, t: &mut Tim
     let a = g1(srs.a(), &a_query, t)?;
     let b_g1 = g1(srs.b_g1(), &b_query, t)?;
     let start = Instant::now();
-    let mut b_g2: G2Projective = b.msm_g2(srs.b_g2(), &b_query.tail)?;
+    let mut b_g2: G2Projective = msm_chunked(srs.b_g2(), &b_query.tail, chunk, |x, y| b.msm_g2(x, y))?;
     if b_query.ones.count_ones() > 0 {
         b_g2 += b.batch_add_g2(srs.b_g2(), b_query.ones.words())?;
     }
     t.b_g2_msm_ms += ms(start);
+    t.events.push(("b_g2_msm", start, Instant::now()));
     Ok(Sums { h, l, a, b_g1, b_g2 })
+}
+
+/// An MSM over bases in chunks of `chunk` points (the small-memory tier streams bases this way);
+/// the sum of the chunks' results is the MSM.
+fn msm_chunked<P, G: std::ops::AddAssign + group::Group>(
+    bases: &[P],
+    scalars: &[Scalar],
+    chunk: usize,
+    msm: impl Fn(&[P], &[Scalar]) -> Result<G, EngineError>,
+) -> Result<G, EngineError> {
+    if bases.len() <= chunk || bases.len() != scalars.len() {
+        return msm(bases, scalars);
+    }
+    let mut acc = G::identity();
+    for (b, s) in bases.chunks(chunk).zip(scalars.chunks(chunk)) {
+        acc += msm(b, s)?;
+    }
+    Ok(acc)
 }

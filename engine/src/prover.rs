@@ -84,6 +84,8 @@ pub struct Prepared {
     pub b_query: Split,
     pub public_inputs: Vec<Scalar>,
     pub shape: Shape,
+    /// The small-memory tier: MSM bases streamed in chunks of this many points (`None`: whole).
+    pub msm_chunk: Option<usize>,
 }
 
 /// The MSM results of one partition.
@@ -140,7 +142,7 @@ pub fn prepare(index: usize, asg: Assignment, srs: &Srs, opts: &ProveOptions) ->
     let mut b_query = dense(&b_input_density, &inputs);
     b_query.extend(dense(&b_aux_density, &aux));
     let (l, (a_query, b_query)) = rayon::join(|| Split::new(aux), || rayon::join(|| Split::new(a_query), || Split::new(b_query)));
-    Ok(Prepared { index, a, b, c, l, a_query, b_query, public_inputs: inputs[1..].to_vec(), shape })
+    Ok(Prepared { index, a, b, c, l, a_query, b_query, public_inputs: inputs[1..].to_vec(), shape, msm_chunk: None })
 }
 
 /// Stages, computes and collects one partition on `backend` (the three steps a pipeline runs on

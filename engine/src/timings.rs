@@ -1,5 +1,7 @@
 //! Per-stage times of a proof, under the stage names the pipeline and the waterfall use.
 
+use std::time::Instant;
+
 /// Milliseconds spent in each stage (summed over the partitions of a batch).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Timings {
@@ -18,6 +20,8 @@ pub struct Timings {
     pub assemble_ms: f64,
     pub verify_ms: f64,
     pub total_ms: f64,
+    /// The heavy steps as they ran: (stage, start, end), for the pipeline's timeline.
+    pub events: Vec<(&'static str, Instant, Instant)>,
 }
 
 impl Timings {

@@ -284,3 +284,17 @@ fn decode_owned(path: &Path, bytes: &[u8], layout: &Layout, subgroup: bool) -> R
         b_g2,
     })
 }
+
+impl std::fmt::Debug for Srs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Srs")
+            .field("path", &self.path)
+            .field("origin", &self.origin)
+            .field("inputs", &self.num_inputs())
+            .field("domain", &self.domain_size())
+            .field("l", &self.l().len())
+            .field("a", &self.a().len())
+            .field("b", &self.b_g1().len())
+            .finish()
+    }
+}
