@@ -1,5 +1,6 @@
 //! `cuzk`: prove example circuits, inspect and prepare parameter files, benchmark.
 
+mod bench_batch;
 mod bench_cpu;
 mod common;
 mod prove;
@@ -34,6 +35,8 @@ enum Cmd {
 enum BenchCmd {
     /// cuzk's CPU prover against bellperson's `create_proof`, side by side, same circuits.
     Cpu(bench_cpu::Args),
+    /// Jobs through the actor pipeline: one line per proof, then s/proof.
+    Batch(bench_batch::Args),
 }
 
 /// Where parameters for example circuits are kept: `$CUZK_PARAMS_DIR`, else
@@ -55,6 +58,7 @@ fn main() -> ExitCode {
         Cmd::Prove(a) => prove::run(a),
         Cmd::Srs(c) => srs_cmd::run(c),
         Cmd::Bench(BenchCmd::Cpu(a)) => bench_cpu::run(a),
+        Cmd::Bench(BenchCmd::Batch(a)) => bench_batch::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
