@@ -3,6 +3,7 @@
 CARGO    ?= cargo
 VENV     ?= .venv
 PYTHON   ?= python3
+BIN       = $(or $(CARGO_TARGET_DIR),target)/release/cuzk
 # NVRTC from PyPI wheels (no CUDA toolkit needed): kernels compile here, launch only on a GPU.
 NVRTC_LIB = $(firstword $(wildcard $(CURDIR)/$(VENV)/lib/python3*/site-packages/nvidia/cu13/lib))
 export LD_LIBRARY_PATH := $(if $(NVRTC_LIB),$(NVRTC_LIB):)$(LD_LIBRARY_PATH)
@@ -13,14 +14,14 @@ build:
 	$(CARGO) build --release --workspace
 
 run: build
-	./target/release/cuzk prove
+	$(BIN) prove
 
 test:
 	$(CARGO) test --release --workspace
 	$(CARGO) run --release -q -p cuzk-examples --bin custom-circuit
 
 bench: build
-	./target/release/cuzk bench cpu
+	$(BIN) bench cpu
 
 # Installs NVRTC 13.0 and the CCCL headers into $(VENV), for the kernel compile tests.
 nvrtc:
