@@ -15,6 +15,7 @@ pub mod dispatcher;
 pub mod engine;
 pub mod job;
 pub mod pinner;
+pub mod settings;
 pub mod srs_loader;
 pub mod tier;
 pub mod timeline;
