@@ -11,7 +11,6 @@ use cuzk_engine::{Backend, Timings};
 
 use crate::collector::{Collect, MsmCollector};
 use crate::dispatcher::{ComputeDone, Dispatcher, Dropped, PartitionDone};
-use crate::pinner::PinLease;
 use crate::timeline::{Lane, Timeline};
 use crate::work::Ticket;
 
@@ -33,7 +32,6 @@ impl Actor for ComputeActor {
 pub struct Compute {
     pub ticket: Ticket,
     pub staged: Staged,
-    pub lease: PinLease,
 }
 
 impl Message for Compute {
@@ -44,7 +42,7 @@ impl Handler<Compute> for ComputeActor {
     type Result = ();
 
     fn handle(&mut self, msg: Compute, _: &mut SyncContext<Self>) {
-        let Compute { ticket, staged, lease } = msg;
+        let Compute { ticket, staged } = msg;
         let key = ticket.key;
         let lane = Lane { gpu: Some(self.gpu), worker: Some(self.worker) };
         if ticket.is_cancelled() {
@@ -67,7 +65,6 @@ impl Handler<Compute> for ComputeActor {
             }
             r
         };
-        drop(lease);
         self.dispatcher.do_send(ComputeDone { gpu: self.gpu, key });
         match result {
             Ok(computed) => self.collector.do_send(Collect { ticket, computed }),

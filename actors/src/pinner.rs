@@ -52,6 +52,8 @@ impl PinApi for CountingPin {
     }
 }
 
+const PAGE: usize = 4096;
+
 struct Registration {
     len: usize,
     holders: usize,
@@ -66,12 +68,15 @@ pub struct HostPinner {
 
 impl HostPinner {
     pub fn new(api: Box<dyn PinApi>, chunk: usize) -> Self {
-        HostPinner { api, chunk: chunk.max(4096), regs: BTreeMap::new() }
+        HostPinner { api, chunk: chunk.max(PAGE) / PAGE * PAGE, regs: BTreeMap::new() }
     }
 
-    /// Covers `[addr, addr + len)`; returns the registration starts the caller now holds.
+    /// Covers `[addr, addr + len)`, rounded out to whole pages (the driver pins pages, so two
+    /// buffers sharing a page must share its registration); pushes the registration starts the
+    /// caller now holds.
     fn pin_range(&mut self, addr: usize, len: usize, held: &mut Vec<usize>) -> Result<(), String> {
-        let end = addr + len;
+        let end = (addr + len).div_ceil(PAGE) * PAGE;
+        let addr = addr / PAGE * PAGE;
         let mut at = addr;
         // A registration that starts before `addr` may cover its beginning.
         if let Some((&s, r)) = self.regs.range_mut(..=addr).next_back() {
@@ -240,7 +245,9 @@ mod tests {
         {
             let s = stats.lock().unwrap();
             assert!(!s.double_registered, "a byte was registered twice");
-            assert_eq!(s.registered_bytes as usize, 3 * 4096 + (0x10000 + 4096 + 100 + 4 * 4096 - (0x10000 + 3 * 4096)));
+            // The second request rounds out to whole pages, [0x11000, 0x16000); only the three pages
+            // past the first request's [0x10000, 0x13000) are new.
+            assert_eq!(s.registered_bytes as usize, 6 * 4096);
         }
         p.drop_holds(&a).unwrap();
         assert!(stats.lock().unwrap().unregisters == 1, "a shared registration was dropped early");
@@ -248,6 +255,20 @@ mod tests {
         let s = stats.lock().unwrap();
         assert_eq!(s.registers, s.unregisters, "something stayed pinned");
         assert!(s.live.is_empty() && p.regs.is_empty());
+    }
+
+    #[test]
+    fn buffers_sharing_a_page_share_its_registration() {
+        let (mut p, stats) = pinner(1 << 20);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        p.pin_range(0x20000 + 10, 100, &mut a).unwrap();
+        p.pin_range(0x20000 + 200, 5000, &mut b).unwrap();
+        let s = stats.lock().unwrap().clone();
+        assert!(!s.double_registered);
+        assert_eq!((s.registers, s.registered_bytes), (2, 2 * 4096));
+        p.drop_holds(&a).unwrap();
+        p.drop_holds(&b).unwrap();
+        assert!(stats.lock().unwrap().live.is_empty());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! UploadActor (one per GPU): owns the copy stream. Takes one partition at a time, in the order
 //! the dispatcher hands them out (nearest to compute first), pins its host buffers through the
-//! HostPinner, stages it on the backend (a GPU backend uploads here), and hands it to compute.
+//! HostPinner for the upload, stages it on the backend (a GPU backend uploads here), unpins, and
+//! hands it to compute.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -66,11 +67,15 @@ impl Handler<Upload> for UploadActor {
         };
         let pinned = Instant::now();
         self.timeline.record(key.job, key.partition, "pin", lane, start, pinned, 0);
-        let staged = self.backend.stage(prepared);
+        let staged = self.backend.stage(&prepared);
         self.timeline.record(key.job, key.partition, "upload", lane, pinned, Instant::now(), bytes);
+        // Unpin before the host buffers can be freed: the driver must never hold pages that the
+        // allocator may hand out again.
+        drop(lease);
+        drop(prepared);
         self.dispatcher.do_send(UploadDone { gpu: self.gpu, key });
         match staged {
-            Ok(staged) => self.compute.do_send(Compute { ticket, staged, lease }),
+            Ok(staged) => self.compute.do_send(Compute { ticket, staged }),
             Err(e) => self.dispatcher.do_send(PartitionDone { key, result: Err(e.to_string()) }),
         }
     }

@@ -56,10 +56,12 @@ pub trait Backend: Send + Sync {
     /// `Σ bases[i]` for every `i` whose bit is set in `bits`, over G2.
     fn batch_add_g2(&self, bases: &[G2Affine], bits: &Bitmap) -> Result<G2Projective, EngineError>;
 
-    /// Makes a prepared partition ready for [`compute`](Backend::compute). The default keeps it
-    /// on the host; a GPU backend uploads it here, on its copy stream.
-    fn stage(&self, p: Prepared) -> Result<Staged, EngineError> {
-        Ok(Staged { index: p.index, public_inputs: p.public_inputs.clone(), payload: Box::new(p) })
+    /// Makes a prepared partition ready for [`compute`](Backend::compute). A GPU backend uploads
+    /// it here, on its copy stream. The caller keeps `p` (and any pinning of its buffers) alive
+    /// until this returns, and frees it only after unpinning. The default copies it into the
+    /// staged payload, on the host.
+    fn stage(&self, p: &Prepared) -> Result<Staged, EngineError> {
+        Ok(Staged { index: p.index, public_inputs: p.public_inputs.clone(), payload: Box::new(p.clone()) })
     }
 
     /// Runs H and the five MSMs of a staged partition. The default runs the heavy steps above

@@ -148,7 +148,8 @@ pub fn prepare(index: usize, asg: Assignment, srs: &Srs, opts: &ProveOptions) ->
 /// Stages, computes and collects one partition on `backend` (the three steps a pipeline runs on
 /// its upload, compute and collector actors).
 pub fn compute(p: Prepared, srs: &Srs, backend: &dyn Backend, t: &mut Timings) -> Result<(Sums, Vec<Scalar>), EngineError> {
-    let staged = backend.stage(p)?;
+    let staged = backend.stage(&p)?;
+    drop(p);
     let computed = backend.compute(srs, staged, t)?;
     let inputs = computed.public_inputs.clone();
     Ok((backend.collect(computed)?, inputs))
