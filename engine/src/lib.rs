@@ -15,6 +15,7 @@ pub mod cpu;
 pub mod density;
 pub mod error;
 pub mod fft;
+pub mod gpu;
 pub mod prover;
 pub mod setup;
 pub mod synth;

@@ -1,0 +1,133 @@
+// Montgomery arithmetic over a prime field in N 32-bit limbs (little-endian), generic over the
+// parameter struct P (N, modulus M, ONE = R mod M, INV = -M^-1 mod 2^32). The in-memory layout is
+// blst's: little-endian limbs in Montgomery form, so blstrs buffers are used as they are.
+// Requires 2M < 2^(32N) (true for BLS12-381's Fr and Fp), so sums never overflow the top limb.
+template <class P>
+struct Field {
+    static constexpr int N = P::N;
+    static constexpr int WORDS = P::N;
+    u32 v[N];
+
+    static __device__ __forceinline__ Field zero() { Field r; _Pragma("unroll") for (int i = 0; i < N; i++) r.v[i] = 0; return r; }
+    static __device__ __forceinline__ Field one() { Field r; _Pragma("unroll") for (int i = 0; i < N; i++) r.v[i] = P::ONE[i]; return r; }
+
+    __device__ __forceinline__ bool is_zero() const {
+        u32 acc = 0;
+        _Pragma("unroll") for (int i = 0; i < N; i++) acc |= v[i];
+        return acc == 0;
+    }
+    __device__ __forceinline__ bool operator==(const Field& o) const {
+        u32 acc = 0;
+        _Pragma("unroll") for (int i = 0; i < N; i++) acc |= v[i] ^ o.v[i];
+        return acc == 0;
+    }
+
+    // r = t - M if t >= M else t, for t < 2M held in N limbs plus a top limb `hi`.
+    static __device__ __forceinline__ void reduce_once(u32* r, const u32* t, u32 hi) {
+        u32 s[N];
+        s[0] = sub_cc(t[0], P::M[0]);
+        _Pragma("unroll") for (int i = 1; i < N; i++) s[i] = subc_cc(t[i], P::M[i]);
+        u32 borrow = subc(hi, 0);
+        bool keep = borrow != 0;
+        _Pragma("unroll") for (int i = 0; i < N; i++) r[i] = keep ? t[i] : s[i];
+    }
+
+    __device__ __forceinline__ Field operator+(const Field& b) const {
+        u32 t[N];
+        t[0] = add_cc(v[0], b.v[0]);
+        _Pragma("unroll") for (int i = 1; i < N; i++) t[i] = addc_cc(v[i], b.v[i]);
+        u32 hi = addc(0, 0);
+        Field r; reduce_once(r.v, t, hi); return r;
+    }
+
+    __device__ __forceinline__ Field operator-(const Field& b) const {
+        u32 t[N];
+        t[0] = sub_cc(v[0], b.v[0]);
+        _Pragma("unroll") for (int i = 1; i < N; i++) t[i] = subc_cc(v[i], b.v[i]);
+        u32 borrow = subc(0, 0);
+        u32 mask = borrow;  // all ones when a < b
+        Field r;
+        r.v[0] = add_cc(t[0], P::M[0] & mask);
+        _Pragma("unroll") for (int i = 1; i < N - 1; i++) r.v[i] = addc_cc(t[i], P::M[i] & mask);
+        r.v[N - 1] = addc(t[N - 1], P::M[N - 1] & mask);
+        return r;
+    }
+
+    __device__ __forceinline__ Field neg() const {
+        if (is_zero()) return *this;
+        Field r;
+        r.v[0] = sub_cc(P::M[0], v[0]);
+        _Pragma("unroll") for (int i = 1; i < N - 1; i++) r.v[i] = subc_cc(P::M[i], v[i]);
+        r.v[N - 1] = subc(P::M[N - 1], v[N - 1]);
+        return r;
+    }
+
+    __device__ __forceinline__ Field dbl() const { return *this + *this; }
+
+    // Montgomery product a*b*R^-1 mod M, CIOS with split accumulators. The running value is
+    // E + O*2^32: per row, the even limbs of a (and of M) add their (lo, hi) product pairs to E at
+    // positions (j, j+1) and the odd limbs to O at (j-1, j), so each chain alternates mad.lo/mad.hi
+    // on one operand pair (which ptxas fuses into wide multiply-adds) and never adds twice to a
+    // limb. Then E's low limb is zero, and E >> 32 plus O becomes the next row's E.
+    __device__ __forceinline__ Field operator*(const Field& b) const {
+        u32 e[N + 1], o[N + 1];
+        _Pragma("unroll") for (int k = 0; k < N + 1; k++) { e[k] = 0; o[k] = 0; }
+        _Pragma("unroll") for (int i = 0; i < N; i++) {
+            const u32 bi = b.v[i];
+            e[0] = mad_lo_cc(v[0], bi, e[0]);
+            e[1] = madc_hi_cc(v[0], bi, e[1]);
+            _Pragma("unroll") for (int j = 2; j < N; j += 2) {
+                e[j] = madc_lo_cc(v[j], bi, e[j]);
+                e[j + 1] = madc_hi_cc(v[j], bi, e[j + 1]);
+            }
+            e[N] = addc(e[N], 0);
+            o[0] = mad_lo_cc(v[1], bi, o[0]);
+            o[1] = madc_hi_cc(v[1], bi, o[1]);
+            _Pragma("unroll") for (int j = 3; j < N; j += 2) {
+                o[j - 1] = madc_lo_cc(v[j], bi, o[j - 1]);
+                o[j] = madc_hi_cc(v[j], bi, o[j]);
+            }
+            o[N] = addc(o[N], 0);
+
+            const u32 m = e[0] * P::INV;
+            e[0] = mad_lo_cc(m, P::M[0], e[0]);
+            e[1] = madc_hi_cc(m, P::M[0], e[1]);
+            _Pragma("unroll") for (int j = 2; j < N; j += 2) {
+                e[j] = madc_lo_cc(m, P::M[j], e[j]);
+                e[j + 1] = madc_hi_cc(m, P::M[j], e[j + 1]);
+            }
+            e[N] = addc(e[N], 0);
+            o[0] = mad_lo_cc(m, P::M[1], o[0]);
+            o[1] = madc_hi_cc(m, P::M[1], o[1]);
+            _Pragma("unroll") for (int j = 3; j < N; j += 2) {
+                o[j - 1] = madc_lo_cc(m, P::M[j], o[j - 1]);
+                o[j] = madc_hi_cc(m, P::M[j], o[j]);
+            }
+            o[N] = addc(o[N], 0);
+
+            e[0] = add_cc(e[1], o[0]);
+            _Pragma("unroll") for (int k = 1; k < N; k++) e[k] = addc_cc(e[k + 1], o[k]);
+            e[N] = addc(o[N], 0);
+            _Pragma("unroll") for (int k = 0; k < N + 1; k++) o[k] = 0;
+        }
+        Field r; reduce_once(r.v, e, e[N]); return r;
+    }
+
+    __device__ __forceinline__ Field sqr() const { return (*this) * (*this); }
+
+    // Montgomery form -> canonical integer (multiply by the plain integer 1).
+    __device__ __forceinline__ Field from_mont() const {
+        Field one_raw;
+        one_raw.v[0] = 1;
+        _Pragma("unroll") for (int i = 1; i < N; i++) one_raw.v[i] = 0;
+        return (*this) * one_raw;
+    }
+
+    // Load/store through plain u32 pointers: blst's u64 little-endian limbs are the same bytes.
+    static __device__ __forceinline__ Field load(const u32* p) {
+        Field r; _Pragma("unroll") for (int i = 0; i < N; i++) r.v[i] = p[i]; return r;
+    }
+    __device__ __forceinline__ void store(u32* p) const {
+        _Pragma("unroll") for (int i = 0; i < N; i++) p[i] = v[i];
+    }
+};

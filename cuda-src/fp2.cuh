@@ -1,0 +1,28 @@
+// Fp2 = Fp[u]/(u^2 + 1), laid out as blst's blst_fp2: c0 then c1.
+struct Fp2 {
+    Fp c0, c1;
+    static constexpr int WORDS = 2 * Fp::N;
+
+    static __device__ __forceinline__ Fp2 zero() { Fp2 r; r.c0 = Fp::zero(); r.c1 = Fp::zero(); return r; }
+    static __device__ __forceinline__ Fp2 one() { Fp2 r; r.c0 = Fp::one(); r.c1 = Fp::zero(); return r; }
+    __device__ __forceinline__ bool is_zero() const { return c0.is_zero() && c1.is_zero(); }
+    __device__ __forceinline__ bool operator==(const Fp2& o) const { return c0 == o.c0 && c1 == o.c1; }
+    __device__ __forceinline__ Fp2 operator+(const Fp2& b) const { Fp2 r; r.c0 = c0 + b.c0; r.c1 = c1 + b.c1; return r; }
+    __device__ __forceinline__ Fp2 operator-(const Fp2& b) const { Fp2 r; r.c0 = c0 - b.c0; r.c1 = c1 - b.c1; return r; }
+    __device__ __forceinline__ Fp2 neg() const { Fp2 r; r.c0 = c0.neg(); r.c1 = c1.neg(); return r; }
+    __device__ __forceinline__ Fp2 dbl() const { return *this + *this; }
+
+    // Karatsuba: three Fp products.
+    __device__ __noinline__ Fp2 operator*(const Fp2& b) const {
+        Fp t0 = c0 * b.c0;
+        Fp t1 = c1 * b.c1;
+        Fp t2 = (c0 + c1) * (b.c0 + b.c1);
+        Fp2 r; r.c0 = t0 - t1; r.c1 = t2 - t0 - t1; return r;
+    }
+    // (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u: two Fp products.
+    __device__ __noinline__ Fp2 sqr() const {
+        Fp2 r; r.c0 = (c0 + c1) * (c0 - c1); Fp t = c0 * c1; r.c1 = t + t; return r;
+    }
+    static __device__ __forceinline__ Fp2 load(const u32* p) { Fp2 r; r.c0 = Fp::load(p); r.c1 = Fp::load(p + Fp::N); return r; }
+    __device__ __forceinline__ void store(u32* p) const { c0.store(p); c1.store(p + Fp::N); }
+};

@@ -1,0 +1,38 @@
+// Element-wise steps around the NTTs: coset scaling with index permutation, the H quotient,
+// and the bit-reversal copy.
+
+__device__ __forceinline__ u64 bitrev(u64 i, u32 logn) {
+    return logn == 0 ? 0 : (__brevll(i) >> (64 - logn));
+}
+
+// out[p or k] = in[p] * lo[k & mask] * hi[k >> lo_bits], with k = bitrev(p) when rev_in != 0,
+// else k = p; the result goes to index k when out_perm != 0, else to p (in place allowed then).
+// The tables hold powers of the coset generator (and any constant factor such as 1/n).
+extern "C" __global__ void scale_permute(u32* out, const u32* in, const u32* lo, const u32* hi,
+                                         u32 lo_bits, u32 logn, u32 rev_in, u32 out_perm) {
+    u64 n = 1ull << logn;
+    u64 p = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= n) return;
+    u64 k = rev_in ? bitrev(p, logn) : p;
+    u64 mask = (1ull << lo_bits) - 1;
+    Fr f = Fr::load(lo + 8 * (k & mask)) * Fr::load(hi + 8 * (k >> lo_bits));
+    Fr v = Fr::load(in + 8 * p) * f;
+    v.store(out + 8 * (out_perm ? k : p));
+}
+
+// a[i] = (a[i] * b[i] - c[i]) * zinv: the quotient by Z, constant on the coset.
+extern "C" __global__ void h_quotient(u32* a, const u32* b, const u32* c, const u32* zinv, u64 n) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    Fr v = (Fr::load(a + 8 * i) * Fr::load(b + 8 * i) - Fr::load(c + 8 * i)) * Fr::load(zinv);
+    v.store(a + 8 * i);
+}
+
+// out[bitrev(i)] = in[i].
+extern "C" __global__ void bitrev_copy(u32* out, const u32* in, u32 logn) {
+    u64 n = 1ull << logn;
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    u64 k = bitrev(i, logn);
+    _Pragma("unroll") for (int w = 0; w < 8; w++) out[8 * k + w] = in[8 * i + w];
+}

@@ -1,0 +1,197 @@
+//! `run_kernel_bench`: device-resident timings of every kernel family, median of several runs
+//! after a warm-up, timed with CUDA events. Prints one line per measurement and, last,
+//! `msm_g1_2p26_ms=<x> ntt_2p27_ms=<y>`.
+
+use std::io::Write;
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cudarc::driver::sys::CUevent_flags;
+use ff::Field;
+use group::{Curve as _, Group};
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use rayon::prelude::*;
+
+use super::batch_add::batch_add_raw;
+use super::buf::DevBuf;
+use super::device::GpuDevice;
+use super::h::{compute_h_device, scale_permute, HDomain, PowerTables};
+use super::msm::{msm_windows, MsmPlan};
+use super::ntt::{ntt_natural, twiddles};
+use super::points::Curve;
+use super::{as_bytes, backend_err, Result};
+
+/// What to measure. `max_log` caps every size (2^max_log) so a quick run fits small GPUs.
+#[derive(Clone, Debug)]
+pub struct KernelBenchOptions {
+    pub reps: usize,
+    pub max_log: u32,
+    /// Distinct random points generated on the CPU and tiled to the benchmark size.
+    pub distinct_points: usize,
+}
+
+impl Default for KernelBenchOptions {
+    fn default() -> Self {
+        KernelBenchOptions { reps: 5, max_log: 27, distinct_points: 4096 }
+    }
+}
+
+/// Median timings in ms, keyed by a name such as `msm_g1_2p26`.
+#[derive(Clone, Debug, Default)]
+pub struct KernelBenchReport {
+    pub results: Vec<(String, f64)>,
+}
+
+impl KernelBenchReport {
+    pub fn get(&self, key: &str) -> Option<f64> {
+        self.results.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+    }
+}
+
+/// Bucket additions per second the floor model allows: 16.7e12 32-bit IMAD/s (H100/H200) over
+/// ~5.9k IMAD per mixed addition.
+const FLOOR_ADDS_PER_SEC: f64 = 16.7e12 / 5.9e3;
+
+fn time_ms(dev: &GpuDevice, reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+    f()?; // warm-up
+    dev.sync("bench warm-up")?;
+    let mut v = Vec::with_capacity(reps);
+    for _ in 0..reps.max(1) {
+        let ev = |what| dev.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(|e| backend_err(format!("{what}: {e:?}")));
+        let (start, end) = (ev("bench start event")?, ev("bench end event")?);
+        start.record(&dev.stream).map_err(|e| backend_err(format!("record: {e:?}")))?;
+        f()?;
+        end.record(&dev.stream).map_err(|e| backend_err(format!("record: {e:?}")))?;
+        end.synchronize().map_err(|e| backend_err(format!("bench sync: {e:?}")))?;
+        v.push(start.elapsed_ms(&end).map_err(|e| backend_err(format!("elapsed: {e:?}")))? as f64);
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    Ok(v[v.len() / 2])
+}
+
+/// Random field-element-shaped bytes below 2^254 (valid Montgomery-form scalars), in parallel.
+fn random_scalars(n: usize, seed: u64) -> Vec<Scalar> {
+    let mut v = vec![Scalar::ZERO; n];
+    v.par_chunks_mut(1 << 16).enumerate().for_each(|(i, chunk)| {
+        let mut rng = ChaCha20Rng::seed_from_u64(seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        for s in chunk.iter_mut() {
+            let mut limbs = [0u64; 4];
+            limbs.iter_mut().for_each(|l| *l = rng.next_u64());
+            limbs[3] &= (1 << 62) - 1;
+            // SAFETY: Scalar is repr(transparent) over four little-endian u64 limbs; any value
+            // below 2^254 < r is a valid Montgomery-form element.
+            *s = unsafe { std::mem::transmute::<[u64; 4], Scalar>(limbs) };
+        }
+    });
+    v
+}
+
+fn tiled_bases(dev: &GpuDevice, curve: Curve, n: usize, distinct: usize, rng: &mut ChaCha20Rng) -> Result<DevBuf> {
+    let k = distinct.min(n).max(1);
+    let seed = rng.next_u64();
+    let bytes = match curve {
+        Curve::G1 => {
+            let p: Vec<G1Projective> = (0..k).into_par_iter().map(|i| G1Projective::random(ChaCha20Rng::seed_from_u64(i as u64 ^ seed))).collect();
+            let mut a = vec![G1Affine::default(); k];
+            G1Projective::batch_normalize(&p, &mut a);
+            as_bytes(&a).to_vec()
+        }
+        Curve::G2 => {
+            let p: Vec<G2Projective> = (0..k).into_par_iter().map(|i| G2Projective::random(ChaCha20Rng::seed_from_u64(i as u64 ^ seed))).collect();
+            let mut a = vec![G2Affine::default(); k];
+            G2Projective::batch_normalize(&p, &mut a);
+            as_bytes(&a).to_vec()
+        }
+    };
+    let mut b = dev.alloc(n * curve.affine_bytes(), "bench bases")?;
+    dev.upload_into(&mut b, 0, &bytes, "bench bases")?;
+    dev.tile(&mut b, bytes.len(), "bench bases")?;
+    Ok(b)
+}
+
+fn line(out: &mut impl Write, s: String) {
+    let _ = writeln!(out, "{s}");
+    let _ = out.flush();
+}
+
+/// Runs every kernel benchmark on `dev` and prints the results to stdout.
+pub fn run_kernel_bench(dev: &GpuDevice, opts: &KernelBenchOptions) -> Result<KernelBenchReport> {
+    let mut out = std::io::stdout();
+    let mut rep = KernelBenchReport::default();
+    let mut rng = ChaCha20Rng::seed_from_u64(0x00c0_ffee);
+    line(&mut out, format!("# cuzk kernel bench on {} (sm_{}{}, {} SMs), median of {} after warm-up", dev.name, dev.cc.0, dev.cc.1, dev.sm_count, opts.reps));
+    let fits = |l: u32| l <= opts.max_log;
+
+    // MSM, bases resident, random scalars resident.
+    for (curve, logs) in [(Curve::G1, &[20u32, 22, 24, 26][..]), (Curve::G2, &[20u32, 22, 24][..])] {
+        let logs: Vec<u32> = logs.iter().copied().filter(|&l| fits(l)).collect();
+        let Some(&top) = logs.last() else { continue };
+        let bases = tiled_bases(dev, curve, 1 << top, opts.distinct_points, &mut rng)?;
+        let scal = dev.upload(as_bytes(&random_scalars(1 << top, rng.next_u64())), "bench scalars")?;
+        for l in logs {
+            let n = 1u64 << l;
+            let plan = MsmPlan::new(n);
+            let ms = time_ms(dev, opts.reps, || msm_windows(dev, curve, bases.ptr(), scal.ptr(), &plan).map(|_| ()))?;
+            let adds = n as f64 * plan.windows as f64;
+            let rate = adds / (ms / 1e3);
+            let key = format!("msm_{}_2p{l}", if curve == Curve::G1 { "g1" } else { "g2" });
+            line(&mut out, format!("{key:<18} {ms:>9.2} ms  c={} windows={}  {:.2e} bucket adds/s ({:.0}% of the {:.2e}/s floor model{})",
+                plan.c, plan.windows, rate, 100.0 * rate / FLOOR_ADDS_PER_SEC, FLOOR_ADDS_PER_SEC, if curve == Curve::G2 { ", G1 adds" } else { "" }));
+            rep.results.push((key, ms));
+        }
+    }
+
+    // NTT forward / coset / inverse, natural order in and out, device resident.
+    let ntt_logs: Vec<u32> = [20u32, 24, 26, 27].into_iter().filter(|&l| fits(l)).collect();
+    if let Some(&top) = ntt_logs.last() {
+        let data = dev.upload(as_bytes(&random_scalars(1 << top, rng.next_u64())), "bench NTT data")?;
+        let outb = dev.alloc(32usize << top, "bench NTT output")?;
+        for l in ntt_logs {
+            let tw = twiddles(dev, l)?;
+            let n_inv = Option::<Scalar>::from(Scalar::from(1u64 << l).invert()).ok_or_else(|| backend_err("1/n"))?;
+            let coset = PowerTables::new(dev, Scalar::from(7u64), Scalar::ONE, l)?;
+            let unscale = PowerTables::new(dev, Scalar::ONE, n_inv, l)?;
+            let fwd = time_ms(dev, opts.reps, || ntt_natural(dev, data.ptr(), outb.ptr(), &tw, l, false))?;
+            let cos = time_ms(dev, opts.reps, || {
+                scale_permute(dev, data.ptr(), data.ptr(), &coset, l, false, false)?;
+                ntt_natural(dev, data.ptr(), outb.ptr(), &tw, l, false)
+            })?;
+            let inv = time_ms(dev, opts.reps, || {
+                ntt_natural(dev, data.ptr(), outb.ptr(), &tw, l, true)?;
+                scale_permute(dev, outb.ptr(), outb.ptr(), &unscale, l, false, false)
+            })?;
+            line(&mut out, format!("ntt_2p{l:<13} {fwd:>9.2} ms fwd  {cos:>9.2} ms coset  {inv:>9.2} ms inv (natural order in and out)"));
+            rep.results.push((format!("ntt_2p{l}"), fwd));
+            rep.results.push((format!("ntt_coset_2p{l}"), cos));
+            rep.results.push((format!("ntt_inv_2p{l}"), inv));
+        }
+    }
+
+    // Fused H: a, b, c resident; 3 iNTT + 3 coset NTT + quotient + coset iNTT.
+    for l in [24u32, 27].into_iter().filter(|&l| fits(l)) {
+        let d = HDomain::new(dev, l)?;
+        let bufs: Vec<DevBuf> = (0..3)
+            .map(|i| dev.upload(as_bytes(&random_scalars(1 << l, i)), "bench H input"))
+            .collect::<Result<_>>()?;
+        let ms = time_ms(dev, opts.reps, || compute_h_device(dev, &d, bufs[0].ptr(), bufs[1].ptr(), bufs[2].ptr()))?;
+        line(&mut out, format!("h_fused_2p{l:<9} {ms:>9.2} ms"));
+        rep.results.push((format!("h_2p{l}"), ms));
+    }
+
+    // Batch addition, ~50% of the bits set.
+    let ba_logs: Vec<u32> = [24u32, 26].into_iter().filter(|&l| fits(l)).collect();
+    if let Some(&top) = ba_logs.last() {
+        let bases = tiled_bases(dev, Curve::G1, 1 << top, opts.distinct_points, &mut rng)?;
+        let words: Vec<u64> = (0..(1usize << top) / 64).map(|_| rng.next_u64()).collect();
+        let bits = dev.upload(as_bytes(&words), "bench bitmap")?;
+        for l in ba_logs {
+            let ms = time_ms(dev, opts.reps, || batch_add_raw(dev, Curve::G1, &bases, &bits, 1 << l).map(|_| ()))?;
+            line(&mut out, format!("batch_add_g1_2p{l:<4} {ms:>9.2} ms  ({:.2e} adds/s)", (1u64 << (l - 1)) as f64 / (ms / 1e3)));
+            rep.results.push((format!("batch_add_g1_2p{l}"), ms));
+        }
+    }
+
+    let show = |k: &str| rep.get(k).map(|v| format!("{v:.2}")).unwrap_or_else(|| "not_run".into());
+    line(&mut out, format!("msm_g1_2p26_ms={} ntt_2p27_ms={}", show("msm_g1_2p26"), show("ntt_2p27")));
+    Ok(rep)
+}

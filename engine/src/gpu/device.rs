@@ -1,0 +1,128 @@
+//! Device detection, context and stream, and the loaded kernel modules.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use cudarc::driver::{sys as dsys, CudaContext, CudaFunction, CudaStream, LaunchConfig};
+use cudarc::nvrtc::Ptx;
+
+use super::nvrtc::{compile, nvrtc_present, Compiled};
+use super::sources::Module;
+use super::{backend_err, Result};
+
+/// Checks, without panicking, that the driver library, a GPU and NVRTC are all present.
+/// `Err` names the missing piece.
+pub fn probe() -> std::result::Result<(), String> {
+    // SAFETY: only probes for the shared library; nothing is called when it is absent.
+    if !unsafe { dsys::is_culib_present() } {
+        return Err("no NVIDIA driver: libcuda is not on the loader path".into());
+    }
+    match CudaContext::device_count() {
+        Ok(0) => return Err("the NVIDIA driver reports no CUDA GPU".into()),
+        Ok(_) => {}
+        Err(e) => return Err(format!("no usable CUDA GPU: cuDeviceGetCount/cuInit failed: {e:?}")),
+    }
+    nvrtc_present().map(|_| ())
+}
+
+/// One GPU with its context, its stream, and every kernel module loaded.
+pub struct GpuDevice {
+    pub ctx: Arc<CudaContext>,
+    pub stream: Arc<CudaStream>,
+    pub ordinal: usize,
+    pub name: String,
+    pub cc: (i32, i32),
+    pub sm_count: u32,
+    /// What each module's compile did (or that it came from the cache).
+    pub compiled: Vec<Compiled>,
+    funcs: HashMap<&'static str, CudaFunction>,
+}
+
+const KERNELS: &[(Module, &[&str])] = &[
+    (Module::Arith, &["arith_fr", "arith_fp", "arith_fp2"]),
+    (Module::Ntt, &["ntt_pass", "ntt_twiddles"]),
+    (Module::H, &["scale_permute", "h_quotient", "bitrev_copy"]),
+    (Module::Msm, &["msm_digits", "msm_scan", "msm_scatter", "msm_accumulate_g1", "msm_accumulate_g2",
+                    "msm_bucket_reduce_g1", "msm_bucket_reduce_g2"]),
+    (Module::BatchAdd, &["batch_add_g1", "batch_add_g2", "reduce_sum_g1", "reduce_sum_g2"]),
+];
+
+impl GpuDevice {
+    /// Opens GPU `ordinal`, compiles (or loads from the cache) every module for its exact
+    /// architecture and loads all kernels.
+    pub fn open(ordinal: usize) -> Result<Self> {
+        probe().map_err(backend_err)?;
+        let ctx = CudaContext::new(ordinal).map_err(|e| backend_err(format!("cuCtxCreate on GPU {ordinal}: {e:?}")))?;
+        let name = ctx.name().map_err(|e| backend_err(format!("device name of GPU {ordinal}: {e:?}")))?;
+        let cc = ctx.compute_capability().map_err(|e| backend_err(format!("compute capability of GPU {ordinal}: {e:?}")))?;
+        let sm_count = ctx
+            .attribute(dsys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_err(|e| backend_err(format!("SM count of GPU {ordinal}: {e:?}")))? as u32;
+        let stream = ctx.new_stream().map_err(|e| backend_err(format!("stream on GPU {ordinal}: {e:?}")))?;
+        let verbose = std::env::var_os("CUZK_GPU_VERBOSE").is_some();
+        let mut funcs = HashMap::new();
+        let mut compiled = Vec::new();
+        for (module, names) in KERNELS {
+            let c = compile(*module, cc, true).map_err(backend_err)?;
+            if !c.from_cache {
+                eprintln!("cuzk: NVRTC compiled module {} for {} in {:.1} s", module.name(), c.arch, c.compile_secs);
+                if verbose {
+                    eprintln!("{}", c.log);
+                }
+            }
+            let m = ctx
+                .load_module(Ptx::from_binary(c.cubin.clone()))
+                .map_err(|e| backend_err(format!("loading module {} ({}): {e:?}", module.name(), c.arch)))?;
+            for n in names.iter() {
+                let f = m.load_function(n).map_err(|e| backend_err(format!("kernel {n} in module {}: {e:?}", module.name())))?;
+                funcs.insert(*n, f);
+            }
+            compiled.push(c);
+        }
+        Ok(GpuDevice { ctx, stream, ordinal, name, cc, sm_count, compiled, funcs })
+    }
+
+    pub fn func(&self, name: &str) -> Result<&CudaFunction> {
+        self.funcs.get(name).ok_or_else(|| backend_err(format!("kernel {name} is not loaded")))
+    }
+
+    /// Registers per thread and local-memory (spill) bytes of a kernel, from the driver.
+    pub fn kernel_resources(&self, name: &str) -> Result<(i32, i32)> {
+        let f = self.func(name)?;
+        let regs = f.num_regs().map_err(|e| backend_err(format!("registers of {name}: {e:?}")))?;
+        let local = f.local_size_bytes().map_err(|e| backend_err(format!("local size of {name}: {e:?}")))?;
+        Ok((regs, local))
+    }
+
+    pub fn sync(&self, what: &str) -> Result<()> {
+        self.stream.synchronize().map_err(|e| backend_err(format!("{what}: {e:?}")))
+    }
+}
+
+/// A 1-D launch configuration covering `n` threads with blocks of `block` threads.
+pub fn grid(n: u64, block: u32) -> LaunchConfig {
+    let blocks = n.div_ceil(block as u64).max(1);
+    LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (block, 1, 1), shared_mem_bytes: 0 }
+}
+
+/// Launches kernel `name` with `cfg`; the arguments are references to the kernel's parameters
+/// in order (device addresses as `u64`, sizes as `u32`/`u64`).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! gpu_launch {
+    (@push $b:ident;) => {};
+    (@push $b:ident; $a:expr $(, $rest:expr)*) => {
+        let v = $a;
+        cudarc::driver::PushKernelArg::arg(&mut $b, v);
+        $crate::gpu_launch!(@push $b; $($rest),*);
+    };
+    ($dev:expr, $name:expr, $cfg:expr, $($arg:expr),* $(,)?) => {{
+        let f = $dev.func($name)?;
+        let mut b = $dev.stream.launch_builder(f);
+        $crate::gpu_launch!(@push b; $($arg),*);
+        // SAFETY: the argument list matches the kernel's signature in cuda-src/.
+        unsafe { b.launch($cfg) }
+            .map(|_| ())
+            .map_err(|e| $crate::gpu::backend_err(format!("launching {}: {e:?}", $name)))
+    }};
+}

@@ -1,0 +1,41 @@
+//! The CUDA backend: BLS12-381 kernels in `cuda-src/`, compiled at run time by NVRTC for the GPU
+//! that is present, and [`GpuBackend`], the engine's [`crate::backend::Backend`] on top of them.
+
+pub mod backend;
+pub mod batch_add;
+pub mod bench;
+pub mod buf;
+pub mod device;
+pub mod fold;
+pub mod h;
+pub mod msm;
+pub mod ntt;
+pub mod nvrtc;
+pub mod points;
+pub mod sources;
+
+pub use backend::GpuBackend;
+pub use device::{probe, GpuDevice};
+
+use crate::error::EngineError;
+
+pub type Result<T> = std::result::Result<T, EngineError>;
+
+/// An error of the CUDA backend that names what failed.
+pub fn backend_err(what: impl Into<String>) -> EngineError {
+    EngineError::Backend { backend: "cuda".into(), what: what.into() }
+}
+
+/// The bytes of a slice of plain-old-data values (blstrs field and point types are
+/// `repr(transparent)` over blst's C structs, with no padding).
+pub fn as_bytes<T: Copy>(s: &[T]) -> &[u8] {
+    // SAFETY: T is Copy plain data; the byte view covers exactly the slice.
+    unsafe { std::slice::from_raw_parts(s.as_ptr() as *const u8, std::mem::size_of_val(s)) }
+}
+
+/// Mutable bytes of a slice of plain-old-data values; callers write only valid bit patterns of
+/// `T` (device results of the same type).
+pub fn as_bytes_mut<T: Copy>(s: &mut [T]) -> &mut [u8] {
+    // SAFETY: as above.
+    unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr() as *mut u8, std::mem::size_of_val(s)) }
+}

@@ -1,0 +1,138 @@
+//! Run-time compilation of the kernel modules with NVRTC into cubins for one exact architecture,
+//! with an on-disk cache keyed by source hash, architecture, NVRTC version and options.
+
+use std::ffi::{c_char, CString};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use cudarc::nvrtc::{result as nv, sys as nvsys};
+use sha2::{Digest, Sha256};
+
+use super::sources::Module;
+
+/// Options given to NVRTC besides the architecture. `-Xptxas -v` puts registers, shared memory,
+/// stack frame and spills of every kernel into the compile log.
+const OPTIONS: [&str; 4] = ["--std=c++17", "--extra-device-vectorization", "--ptxas-options=-v", "-DCUZK_NVRTC=1"];
+
+/// A compiled module.
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    pub module: Module,
+    /// `sm_XY`.
+    pub arch: String,
+    pub cubin: Vec<u8>,
+    /// NVRTC's log (ptxas resource usage); empty when loaded from the cache.
+    pub log: String,
+    pub compile_secs: f64,
+    pub from_cache: bool,
+}
+
+/// Why NVRTC is unusable, or what failed in a compile.
+pub fn nvrtc_present() -> Result<(i32, i32), String> {
+    // SAFETY: only probes for the shared library; no symbol is called when it is absent.
+    if !unsafe { nvsys::is_culib_present() } {
+        return Err("libnvrtc (NVRTC 13) is not on the loader path".into());
+    }
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: plain out-parameters.
+    let rc = unsafe { nvsys::nvrtcVersion(&mut major, &mut minor) };
+    if rc != nvsys::nvrtcResult::NVRTC_SUCCESS {
+        return Err(format!("nvrtcVersion failed: {rc:?}"));
+    }
+    Ok((major, minor))
+}
+
+/// The cache directory: `$CUZK_KERNEL_CACHE`, else `$XDG_CACHE_HOME/cuzk/kernels`, else
+/// `$HOME/.cache/cuzk/kernels`, else the system temp dir.
+pub fn cache_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("CUZK_KERNEL_CACHE") {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(d).join("cuzk/kernels");
+    }
+    if let Some(d) = std::env::var_os("HOME") {
+        return PathBuf::from(d).join(".cache/cuzk/kernels");
+    }
+    std::env::temp_dir().join("cuzk-kernels")
+}
+
+fn cache_key(source: &str, arch: &str, version: (i32, i32)) -> String {
+    let mut h = Sha256::new();
+    h.update(source.as_bytes());
+    h.update(arch.as_bytes());
+    h.update(format!("nvrtc {}.{}", version.0, version.1).as_bytes());
+    for o in OPTIONS {
+        h.update(o.as_bytes());
+    }
+    h.finalize().iter().take(12).map(|b| format!("{b:02x}")).collect()
+}
+
+/// Compiles `module` for `sm_{major}{minor}`, using the disk cache unless `use_cache` is false.
+pub fn compile(module: Module, cc: (i32, i32), use_cache: bool) -> Result<Compiled, String> {
+    let version = nvrtc_present()?;
+    let arch = format!("sm_{}{}", cc.0, cc.1);
+    let source = module.source();
+    let key = cache_key(&source, &arch, version);
+    let path = cache_dir().join(format!("{}-{}-{}.cubin", module.name(), arch, key));
+    if use_cache {
+        if let Ok(cubin) = std::fs::read(&path) {
+            if !cubin.is_empty() {
+                return Ok(Compiled { module, arch, cubin, log: String::new(), compile_secs: 0.0, from_cache: true });
+            }
+        }
+    }
+    let start = Instant::now();
+    let (cubin, log) = nvrtc_cubin(module, &source, &arch)?;
+    let compile_secs = start.elapsed().as_secs_f64();
+    if use_cache {
+        // A cache that cannot be written only costs a recompile next time.
+        if std::fs::create_dir_all(cache_dir()).is_ok() {
+            let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+            if std::fs::write(&tmp, &cubin).is_ok() {
+                let _ = std::fs::rename(&tmp, &path);
+            }
+        }
+    }
+    Ok(Compiled { module, arch, cubin, log, compile_secs, from_cache: false })
+}
+
+fn nvrtc_cubin(module: Module, source: &str, arch: &str) -> Result<(Vec<u8>, String), String> {
+    let where_ = format!("NVRTC module {} for {arch}", module.name());
+    let src = CString::new(source).map_err(|_| format!("{where_}: source contains a NUL byte"))?;
+    let name = CString::new(format!("{}.cu", module.name())).map_err(|e| e.to_string())?;
+    let prog = nv::create_program(&src, Some(&name)).map_err(|e| format!("{where_}: create: {e:?}"))?;
+    let mut opts: Vec<String> = OPTIONS.iter().map(|s| s.to_string()).collect();
+    opts.push(format!("--gpu-architecture={arch}"));
+    // SAFETY: prog was created above and is destroyed once below.
+    let res = unsafe { nv::compile_program(prog, &opts) };
+    let log = unsafe { nv::get_program_log(prog) }
+        .map(|v| {
+            let bytes: Vec<u8> = v.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+            String::from_utf8_lossy(&bytes).into_owned()
+        })
+        .unwrap_or_default();
+    let out = match res {
+        Err(e) => Err(format!("{where_}: compile failed ({e:?}):\n{log}")),
+        Ok(()) => get_cubin(prog).map_err(|e| format!("{where_}: {e}")),
+    };
+    // SAFETY: prog is valid and not used afterwards.
+    let _ = unsafe { nv::destroy_program(prog) };
+    out.map(|c| (c, log))
+}
+
+fn get_cubin(prog: nvsys::nvrtcProgram) -> Result<Vec<u8>, String> {
+    let mut size = 0usize;
+    // SAFETY: prog is a compiled program; size is an out-parameter.
+    let rc = unsafe { nvsys::nvrtcGetCUBINSize(prog, &mut size) };
+    if rc != nvsys::nvrtcResult::NVRTC_SUCCESS || size == 0 {
+        return Err(format!("nvrtcGetCUBINSize failed: {rc:?} (size {size})"));
+    }
+    let mut buf = vec![0u8; size];
+    // SAFETY: buf holds `size` bytes as NVRTC asked.
+    let rc = unsafe { nvsys::nvrtcGetCUBIN(prog, buf.as_mut_ptr() as *mut c_char) };
+    if rc != nvsys::nvrtcResult::NVRTC_SUCCESS {
+        return Err(format!("nvrtcGetCUBIN failed: {rc:?}"));
+    }
+    Ok(buf)
+}

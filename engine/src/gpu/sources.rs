@@ -1,0 +1,71 @@
+//! The CUDA C++ sources under `cuda-src/`, embedded at build time and assembled into the
+//! compilation units ("modules") that NVRTC compiles. NVRTC gets no file system, so each module
+//! is its headers concatenated in dependency order, followed by its kernel file.
+
+const COMMON: (&str, &str) = ("common.cuh", include_str!("../../../cuda-src/common.cuh"));
+const FIELD: (&str, &str) = ("field.cuh", include_str!("../../../cuda-src/field.cuh"));
+const FR: (&str, &str) = ("fr.cuh", include_str!("../../../cuda-src/fr.cuh"));
+const FP: (&str, &str) = ("fp.cuh", include_str!("../../../cuda-src/fp.cuh"));
+const FP2: (&str, &str) = ("fp2.cuh", include_str!("../../../cuda-src/fp2.cuh"));
+const CURVE: (&str, &str) = ("curve.cuh", include_str!("../../../cuda-src/curve.cuh"));
+
+/// One NVRTC compilation unit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Module {
+    /// Field arithmetic test kernels (Fr, Fp, Fp2).
+    Arith,
+    /// NTT passes and twiddle generation.
+    Ntt,
+    /// Coset scaling, H quotient, bit reversal.
+    H,
+    /// Pippenger MSM over G1 and G2.
+    Msm,
+    /// Batch addition and XYZZ folds over G1 and G2.
+    BatchAdd,
+}
+
+impl Module {
+    pub const ALL: [Module; 5] = [Module::Arith, Module::Ntt, Module::H, Module::Msm, Module::BatchAdd];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Module::Arith => "arith",
+            Module::Ntt => "ntt",
+            Module::H => "h",
+            Module::Msm => "msm",
+            Module::BatchAdd => "batch_add",
+        }
+    }
+
+    fn parts(self) -> Vec<(&'static str, &'static str)> {
+        let fields = vec![COMMON, FIELD, FR, FP, FP2];
+        let mut parts = match self {
+            Module::Ntt | Module::H => vec![COMMON, FIELD, FR],
+            Module::Arith => fields,
+            Module::Msm | Module::BatchAdd => {
+                let mut v = fields;
+                v.push(CURVE);
+                v
+            }
+        };
+        parts.push(match self {
+            Module::Arith => ("arith.cu", include_str!("../../../cuda-src/arith.cu")),
+            Module::Ntt => ("ntt.cu", include_str!("../../../cuda-src/ntt.cu")),
+            Module::H => ("h.cu", include_str!("../../../cuda-src/h.cu")),
+            Module::Msm => ("msm.cu", include_str!("../../../cuda-src/msm.cu")),
+            Module::BatchAdd => ("batch_add.cu", include_str!("../../../cuda-src/batch_add.cu")),
+        });
+        parts
+    }
+
+    /// The full source NVRTC compiles for this module.
+    pub fn source(self) -> String {
+        let mut s = String::new();
+        for (name, text) in self.parts() {
+            s.push_str(&format!("// ---- cuda-src/{name} ----\n"));
+            s.push_str(text);
+            s.push('\n');
+        }
+        s
+    }
+}

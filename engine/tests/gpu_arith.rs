@@ -1,0 +1,78 @@
+//! Fr, Fp and Fp2 arithmetic kernels against blstrs: add, sub, mul, square, negate on random
+//! values and the edges 0, 1, −1 (p − 1), and Fr's Montgomery-to-canonical conversion.
+
+mod gpu_util;
+
+use blstrs::{Fp, Fp2, Scalar};
+use cuzk_engine::gpu::device::grid;
+use cuzk_engine::gpu::{as_bytes, as_bytes_mut, GpuDevice};
+use ff::{Field, PrimeField};
+use gpu_util::*;
+
+fn run<T: Copy + Default>(dev: &GpuDevice, kernel: &str, a: &[T], b: &[T], op: u32) -> Vec<T> {
+    let n = a.len() as u64;
+    let da = dev.upload(as_bytes(a), "a").unwrap();
+    let db = dev.upload(as_bytes(b), "b").unwrap();
+    let out = dev.alloc(std::mem::size_of_val(a), "out").unwrap();
+    let f = || -> cuzk_engine::gpu::Result<()> {
+        cuzk_engine::gpu_launch!(dev, kernel, grid(n, 128), &out.ptr(), &da.ptr(), &db.ptr(), &n, &op)
+    };
+    f().unwrap();
+    let mut r = vec![T::default(); a.len()];
+    dev.download(&out, 0, as_bytes_mut(&mut r), "out").unwrap();
+    r
+}
+
+fn with_edges<T: Copy>(mut v: Vec<T>, edges: [T; 3]) -> Vec<T> {
+    for (i, e) in edges.iter().enumerate() {
+        v[i] = *e;
+        let last = v.len() - 1 - i;
+        v[last] = *e;
+    }
+    v
+}
+
+#[test]
+fn field_arithmetic_matches_blstrs() {
+    let Some(b) = backend("field_arithmetic_matches_blstrs") else { return };
+    let dev = b.device();
+    let mut rng = rng("field_arithmetic_matches_blstrs");
+    let n = 4099;
+
+    let fa = with_edges(scalars(&mut rng, n), [Scalar::ZERO, Scalar::ONE, -Scalar::ONE]);
+    let fb = with_edges(scalars(&mut rng, n), [-Scalar::ONE, Scalar::ZERO, -Scalar::ONE]);
+    type Op<T> = fn(&T, &T) -> T;
+    let fr_ops: [Op<Scalar>; 5] = [|x, y| x + y, |x, y| x - y, |x, y| x * y, |x, _| x.square(), |x, _| -x];
+    for (op, f) in fr_ops.iter().enumerate() {
+        let got = run(dev, "arith_fr", &fa, &fb, op as u32);
+        for i in 0..n {
+            assert_eq!(got[i], f(&fa[i], &fb[i]), "Fr op {op} at {i}");
+        }
+    }
+    let canon = run(dev, "arith_fr", &fa, &fb, 5);
+    for i in 0..n {
+        let bytes: [u8; 32] = unsafe { std::mem::transmute(canon[i]) };
+        assert_eq!(bytes, fa[i].to_repr(), "Fr from_mont at {i}");
+    }
+
+    let rp = |rng: &mut rand_chacha::ChaCha20Rng| Fp::random(&mut *rng);
+    let pa = with_edges((0..n).map(|_| rp(&mut rng)).collect(), [Fp::ZERO, Fp::ONE, -Fp::ONE]);
+    let pb = with_edges((0..n).map(|_| rp(&mut rng)).collect(), [-Fp::ONE, Fp::ZERO, -Fp::ONE]);
+    let fp_ops: [Op<Fp>; 5] = [|x, y| x + y, |x, y| x - y, |x, y| x * y, |x, _| x.square(), |x, _| -x];
+    for (op, f) in fp_ops.iter().enumerate() {
+        let got = run(dev, "arith_fp", &pa, &pb, op as u32);
+        for i in 0..n {
+            assert_eq!(got[i], f(&pa[i], &pb[i]), "Fp op {op} at {i}");
+        }
+    }
+
+    let qa: Vec<Fp2> = (0..n).map(|i| Fp2::new(pa[i], pb[n - 1 - i])).collect();
+    let qb: Vec<Fp2> = (0..n).map(|i| Fp2::new(pb[i], pa[(i * 7) % n])).collect();
+    let fp2_ops: [Op<Fp2>; 5] = [|x, y| x + y, |x, y| x - y, |x, y| x * y, |x, _| x.square(), |x, _| -x];
+    for (op, f) in fp2_ops.iter().enumerate() {
+        let got = run(dev, "arith_fp2", &qa, &qb, op as u32);
+        for i in 0..n {
+            assert_eq!(got[i], f(&qa[i], &qb[i]), "Fp2 op {op} at {i}");
+        }
+    }
+}
