@@ -12,6 +12,7 @@ pub mod budget;
 pub mod collector;
 pub mod compute;
 pub mod cuda_pin;
+pub mod devices;
 pub mod dispatcher;
 pub mod engine;
 pub mod job;

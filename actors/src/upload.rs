@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use actix::prelude::*;
+use cuzk_engine::backend::Staged;
 use cuzk_engine::prover::Prepared;
 use cuzk_engine::Backend;
 
@@ -57,22 +58,31 @@ impl Handler<Upload> for UploadActor {
             return;
         }
         let start = Instant::now();
-        let lease = match pin_blocking(&self.pinner, ranges(&prepared)) {
-            Ok(l) => l,
-            Err(e) => {
-                self.dispatcher.do_send(UploadDone { gpu: self.gpu, key });
-                self.dispatcher.do_send(PartitionDone { key, result: Err(format!("pinning host memory: {e}")) });
-                return;
-            }
+        let staged = if self.backend.stages_on_device() {
+            let lease = match pin_blocking(&self.pinner, ranges(&prepared)) {
+                Ok(l) => l,
+                Err(e) => {
+                    self.dispatcher.do_send(UploadDone { gpu: self.gpu, key });
+                    self.dispatcher.do_send(PartitionDone { key, result: Err(format!("pinning host memory: {e}")) });
+                    return;
+                }
+            };
+            let pinned = Instant::now();
+            self.timeline.record(key.job, key.partition, "pin", lane, start, pinned, 0);
+            let staged = self.backend.stage(&prepared);
+            self.timeline.record(key.job, key.partition, "upload", lane, pinned, Instant::now(), bytes);
+            // Unpin before the host buffers can be freed: the driver must never hold pages that
+            // the allocator may hand out again.
+            drop(lease);
+            drop(prepared);
+            staged
+        } else {
+            // Nothing to copy: the partition stays on the host for a backend that computes there
+            // (or uploads inside compute).
+            let staged = Staged::on_host(prepared);
+            self.timeline.record(key.job, key.partition, "upload", lane, start, Instant::now(), 0);
+            Ok(staged)
         };
-        let pinned = Instant::now();
-        self.timeline.record(key.job, key.partition, "pin", lane, start, pinned, 0);
-        let staged = self.backend.stage(&prepared);
-        self.timeline.record(key.job, key.partition, "upload", lane, pinned, Instant::now(), bytes);
-        // Unpin before the host buffers can be freed: the driver must never hold pages that the
-        // allocator may hand out again.
-        drop(lease);
-        drop(prepared);
         self.dispatcher.do_send(UploadDone { gpu: self.gpu, key });
         match staged {
             Ok(staged) => self.compute.do_send(Compute { ticket, staged }),

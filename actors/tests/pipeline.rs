@@ -11,7 +11,10 @@ use cuzk_actors::tier::{Dims, Tier};
 use cuzk_actors::{Engine, EngineConfig, JobError, JobSpec, Priority, Randomness};
 use cuzk_engine::circuits::MulChain;
 use cuzk_engine::setup::generate;
-use cuzk_engine::{Backend, CpuBackend, Prover, Verifier};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
+use cuzk_engine::backend::Staged;
+use cuzk_engine::prover::Prepared;
+use cuzk_engine::{Backend, CpuBackend, EngineError, Prover, Verifier};
 use cuzk_srs::Srs;
 use ff::Field;
 use rand::SeedableRng;
@@ -26,12 +29,49 @@ fn circuits(job: u64, n: usize) -> Vec<MulChain> {
     (0..n).map(|p| MulChain::random(M, 2, job * 100 + p as u64)).collect()
 }
 
-fn engine(cfg: EngineConfig) -> (Engine, Arc<std::sync::Mutex<PinStats>>) {
+/// The CPU backend, but staging each partition by copying it (as a GPU backend uploads it), so
+/// the uploader pins, stages and unpins as it does on a GPU machine.
+struct Staging(CpuBackend);
+
+impl Backend for Staging {
+    fn name(&self) -> &str {
+        "cpu-staging"
+    }
+    fn compute_h(&self, a: Vec<Scalar>, b: Vec<Scalar>, c: Vec<Scalar>) -> Result<Vec<Scalar>, EngineError> {
+        self.0.compute_h(a, b, c)
+    }
+    fn msm_g1(&self, b: &[G1Affine], s: &[Scalar]) -> Result<G1Projective, EngineError> {
+        self.0.msm_g1(b, s)
+    }
+    fn msm_g2(&self, b: &[G2Affine], s: &[Scalar]) -> Result<G2Projective, EngineError> {
+        self.0.msm_g2(b, s)
+    }
+    fn batch_add_g1(&self, b: &[G1Affine], bits: &[u64]) -> Result<G1Projective, EngineError> {
+        self.0.batch_add_g1(b, bits)
+    }
+    fn batch_add_g2(&self, b: &[G2Affine], bits: &[u64]) -> Result<G2Projective, EngineError> {
+        self.0.batch_add_g2(b, bits)
+    }
+    fn stages_on_device(&self) -> bool {
+        true
+    }
+    fn stage(&self, p: &Prepared) -> Result<Staged, EngineError> {
+        Ok(Staged::on_host(p.clone()))
+    }
+}
+
+fn engine_on(cfg: EngineConfig, staging: bool) -> (Engine, Arc<std::sync::Mutex<PinStats>>) {
     let pin = CountingPin::default();
     let stats = pin.stats.clone();
     let n = cfg.vram_budget.len();
-    let backends: Vec<Arc<dyn Backend>> = (0..n).map(|_| Arc::new(CpuBackend::new()) as Arc<dyn Backend>).collect();
+    let backends: Vec<Arc<dyn Backend>> = (0..n)
+        .map(|_| if staging { Arc::new(Staging(CpuBackend::new())) as Arc<dyn Backend> } else { Arc::new(CpuBackend::new()) as Arc<dyn Backend> })
+        .collect();
     (Engine::start(cfg, backends, Box::new(pin)).unwrap(), stats)
+}
+
+fn engine(cfg: EngineConfig) -> (Engine, Arc<std::sync::Mutex<PinStats>>) {
+    engine_on(cfg, true)
 }
 
 fn fixed_rs(seed: u64, n: usize) -> Vec<(Scalar, Scalar)> {
@@ -97,6 +137,20 @@ fn multi_partition_jobs_match_direct_proving_and_overlap_upload_with_compute() {
         assert!(spans.iter().any(|s| s.stage == stage), "no `{stage}` span");
     }
     assert_eq!(spans.iter().filter(|s| s.stage == "compute").count(), 12);
+    assert!(stats.lock().unwrap().registers > 0, "nothing was pinned for the uploads");
+    assert_all_released(&engine, &stats);
+}
+
+#[test]
+fn a_host_backend_skips_pinning_and_staging() {
+    let srs = srs();
+    let (engine, stats) = engine_on(EngineConfig::default(), false);
+    let rs = fixed_rs(8, 3);
+    let out = engine.submit(JobSpec::new(srs.clone(), circuits(8, 3)).randomness(Randomness::Fixed(rs.clone()))).unwrap().wait().unwrap();
+    let (r, s): (Vec<_>, Vec<_>) = rs.into_iter().unzip();
+    assert_eq!(out.to_bytes(), Prover::new(&srs, &CpuBackend::new()).prove(circuits(8, 3), &r, &s).unwrap().to_bytes());
+    assert_eq!(stats.lock().unwrap().registers, 0, "the CPU backend's partitions were pinned");
+    assert!(!engine.timeline().spans().iter().any(|s| s.stage == "pin"));
     assert_all_released(&engine, &stats);
 }
 

@@ -24,6 +24,14 @@ pub struct Staged {
     pub payload: Box<dyn Any + Send>,
 }
 
+impl Staged {
+    /// A partition kept on the host, as it is: what `compute` takes from a backend that does not
+    /// stage on a device.
+    pub fn on_host(p: Prepared) -> Staged {
+        Staged { index: p.index, public_inputs: p.public_inputs.clone(), payload: Box::new(p) }
+    }
+}
+
 /// A partition whose kernels have run; its results may still be on the device.
 pub struct Computed {
     pub index: usize,
@@ -56,12 +64,18 @@ pub trait Backend: Send + Sync {
     /// `Σ bases[i]` for every `i` whose bit is set in `bits`, over G2.
     fn batch_add_g2(&self, bases: &[G2Affine], bits: &Bitmap) -> Result<G2Projective, EngineError>;
 
-    /// Makes a prepared partition ready for [`compute`](Backend::compute). A GPU backend uploads
+    /// Whether [`stage`](Backend::stage) copies a partition to the device (then its host buffers
+    /// are worth pinning for the copy). When `false`, callers skip `stage` and hand the partition
+    /// over as [`Staged::on_host`].
+    fn stages_on_device(&self) -> bool {
+        false
+    }
+
+    /// Makes a prepared partition ready for [`compute`](Backend::compute): a GPU backend uploads
     /// it here, on its copy stream. The caller keeps `p` (and any pinning of its buffers) alive
-    /// until this returns, and frees it only after unpinning. The default copies it into the
-    /// staged payload, on the host.
+    /// until this returns, and frees it only after unpinning. The default copies it on the host.
     fn stage(&self, p: &Prepared) -> Result<Staged, EngineError> {
-        Ok(Staged { index: p.index, public_inputs: p.public_inputs.clone(), payload: Box::new(p.clone()) })
+        Ok(Staged::on_host(p.clone()))
     }
 
     /// Runs H and the five MSMs of a staged partition. The default runs the heavy steps above

@@ -23,7 +23,7 @@ use group::Curve;
 use rand_core::RngCore;
 use rayon::prelude::*;
 
-use crate::backend::Backend;
+use crate::backend::{Backend, Staged};
 use crate::density::BitVec;
 use crate::error::EngineError;
 use crate::synth::{synthesize_batch, Assignment, Shape};
@@ -72,7 +72,7 @@ impl Split {
 #[derive(Debug, Clone)]
 pub struct Prepared {
     pub index: usize,
-    /// Evaluations of A, B, C (unpadded; the backend pads to the domain).
+    /// Evaluations of A, B, C, zero-padded to the domain size.
     pub a: Vec<Scalar>,
     pub b: Vec<Scalar>,
     pub c: Vec<Scalar>,
@@ -135,7 +135,11 @@ pub fn prepare(index: usize, asg: Assignment, srs: &Srs, opts: &ProveOptions) ->
         }
     }
     let shape = asg.shape();
-    let Assignment { a, b, c, inputs, aux, a_aux_density, b_input_density, b_aux_density } = asg;
+    let Assignment { mut a, mut b, mut c, inputs, aux, a_aux_density, b_input_density, b_aux_density } = asg;
+    // Zero-pad the evaluations to the domain, as the Backend's `compute_h` takes them.
+    for v in [&mut a, &mut b, &mut c] {
+        v.resize(n, Scalar::ZERO);
+    }
     let dense = |bits: &BitVec, v: &[Scalar]| bits.ones().map(|i| v[i]).collect::<Vec<_>>();
     let mut a_query = inputs.clone();
     a_query.extend(dense(&a_aux_density, &aux));
@@ -148,8 +152,7 @@ pub fn prepare(index: usize, asg: Assignment, srs: &Srs, opts: &ProveOptions) ->
 /// Stages, computes and collects one partition on `backend` (the three steps a pipeline runs on
 /// its upload, compute and collector actors).
 pub fn compute(p: Prepared, srs: &Srs, backend: &dyn Backend, t: &mut Timings) -> Result<(Sums, Vec<Scalar>), EngineError> {
-    let staged = backend.stage(&p)?;
-    drop(p);
+    let staged = if backend.stages_on_device() { backend.stage(&p)? } else { Staged::on_host(p) };
     let computed = backend.compute(srs, staged, t)?;
     let inputs = computed.public_inputs.clone();
     Ok((backend.collect(computed)?, inputs))

@@ -6,12 +6,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use cuzk_actors::pinner::CountingPin;
+use cuzk_actors::devices;
+use cuzk_actors::settings::{BackendChoice, Settings};
 use cuzk_actors::timeline::{busy_fraction, svg, StageTotals};
-use cuzk_actors::{Engine, EngineConfig, JobSpec};
+use cuzk_actors::{Engine, JobSpec};
 use cuzk_engine::circuits::Example;
-use cuzk_engine::{Backend, CpuBackend};
-use cuzk_srs::OpenOptions;
 
 use crate::common::{example, example_params, Result};
 
@@ -39,6 +38,12 @@ pub struct Args {
     vram_budget_mib: Option<u64>,
     #[arg(long)]
     params_dir: Option<PathBuf>,
+    /// auto (CUDA if usable, else CPU), cpu or cuda; overrides the config file.
+    #[arg(long)]
+    backend: Option<BackendChoice>,
+    /// A config file (see config/cuzk.toml); CUZK_* environment overrides apply too.
+    #[arg(long)]
+    config: Option<PathBuf>,
     /// Write the timeline of each run here as JSON and SVG (`batch-gw<N>.json/.svg`).
     #[arg(long)]
     timeline_dir: Option<PathBuf>,
@@ -47,16 +52,22 @@ pub struct Args {
 pub fn run(a: Args) -> Result<()> {
     let dir = a.params_dir.clone().unwrap_or_else(crate::default_params_dir);
     let (_, size) = example(&a.circuit, a.size.or(if a.circuit == "mulchain" { Some(14) } else { None }), 0)?;
-    let srs = Arc::new(example_params(&dir, &a.circuit, size, &OpenOptions::default())?);
+    let mut settings = Settings::load(a.config.as_deref())?;
+    if let Some(b) = a.backend {
+        settings.engine.backend = b;
+    }
+    if let Some(mib) = a.vram_budget_mib {
+        settings.engine.vram_budget_mib = mib;
+    }
+    let srs = Arc::new(example_params(&dir, &a.circuit, size, &settings.engine_config(&[0]).srs_open)?);
     let mut summary = Vec::new();
     for &gw in &a.gpu_workers {
-        let backends: Vec<Arc<dyn Backend>> = vec![Arc::new(CpuBackend::new())];
-        let mut cfg = EngineConfig { gpu_workers_per_device: gw, ..EngineConfig::default() };
-        if let Some(mib) = a.vram_budget_mib {
-            cfg.vram_budget = vec![mib << 20];
-        }
-        let engine = Engine::start(cfg, backends, Box::new(CountingPin::default()))?;
-        println!("# backend=cpu gpu_workers={gw} jobs={} concurrency={} partitions={} circuit={} size={size}", a.count, a.concurrency, a.partitions, a.circuit);
+        let dev = devices::open(settings.engine.backend)?;
+        let mut cfg = settings.engine_config(&dev.free);
+        cfg.gpu_workers_per_device = gw.max(1);
+        let backend_name = dev.description.clone();
+        let engine = Engine::start(cfg, dev.backends, dev.pin)?;
+        println!("# backend={backend_name} gpu_workers={gw} jobs={} concurrency={} partitions={} circuit={} size={size}", a.count, a.concurrency, a.partitions, a.circuit);
         let start = Instant::now();
         let mut in_flight = VecDeque::new();
         let (mut submitted, mut finished) = (0usize, 0usize);
@@ -101,7 +112,7 @@ pub fn run(a: Args) -> Result<()> {
         if let Some(d) = &a.timeline_dir {
             std::fs::create_dir_all(d)?;
             std::fs::write(d.join(format!("batch-gw{gw}.json")), serde_json::to_vec_pretty(&spans)?)?;
-            let title = format!("cuzk bench batch: cpu, {gw} worker(s), {} jobs × {} partitions, {:.3} s/proof", a.count, a.partitions, s_per_proof);
+            let title = format!("cuzk bench batch: {backend_name}, {gw} worker(s), {} jobs × {} partitions of {} 2^{size}, {:.3} s/proof", a.count, a.partitions, a.circuit, s_per_proof);
             std::fs::write(d.join(format!("batch-gw{gw}.svg")), svg(&spans, &title))?;
         }
         engine.shutdown();

@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
-use cuzk_engine::{CpuBackend, Prover, Verifier};
+use cuzk_actors::devices;
+use cuzk_actors::settings::BackendChoice;
+use cuzk_engine::{Prover, Verifier};
 use cuzk_srs::OpenOptions;
 
 use crate::common::{example, example_params, Result};
@@ -27,6 +29,9 @@ pub struct Args {
     /// Write the proof bytes (192 per partition) here.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// auto (CUDA if usable, else CPU), cpu or cuda.
+    #[arg(long, default_value = "cpu")]
+    backend: BackendChoice,
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -34,16 +39,18 @@ pub fn run(a: Args) -> Result<()> {
     let (_, size) = example(&a.circuit, a.size, 0)?;
     let srs = example_params(&dir, &a.circuit, size, &OpenOptions { subgroup_check: a.subgroup_check, ..Default::default() })?;
     let circuits = (0..a.partitions).map(|i| example(&a.circuit, Some(size), 1000 + i as u64).map(|(c, _)| c)).collect::<Result<Vec<_>>>()?;
-    let backend = CpuBackend::new();
-    let batch = Prover::new(&srs, &backend).prove_random(circuits, &mut rand::thread_rng())?;
+    let dev = devices::open(a.backend)?;
+    let backend = dev.backends[0].clone();
+    let batch = Prover::new(&srs, backend.as_ref()).prove_random(circuits, &mut rand::thread_rng())?;
     println!(
-        "circuit={} size={} partitions={} domain={} inputs={} aux={} backend=cpu",
+        "circuit={} size={} partitions={} domain={} inputs={} aux={} backend={}",
         a.circuit,
         size,
         a.partitions,
         srs.domain_size(),
         srs.num_inputs(),
-        srs.l().len()
+        srs.l().len(),
+        dev.description
     );
     println!("{}", batch.timings.line());
     // Self-verification already ran inside the prover; verify once more here, visibly.
