@@ -159,6 +159,10 @@ impl Dispatcher {
                 self.synth_queue.remove(&order);
                 continue;
             };
+            if st.synths[partition].is_none() {
+                self.synth_queue.remove(&order);
+                continue;
+            }
             let dims = Dims::of(&st.spec_srs);
             let Some(res) = self.host.try_reserve(dims.host()) else {
                 if self.host.live() == 0 {
@@ -169,7 +173,10 @@ impl Dispatcher {
                 break; // back-pressure: wait for a release
             };
             self.synth_queue.remove(&order);
-            let Some(synth) = st.synths[partition].take() else { continue };
+            let Some(synth) = st.synths[partition].take() else {
+                self.host.release(res);
+                continue;
+            };
             st.in_flight.insert(partition, InFlight { host: Some(res), vram: None });
             let srs = st.spec_srs.clone();
             let addr = ctx.address();
