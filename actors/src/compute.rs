@@ -1,8 +1,8 @@
 //! ComputeActor (`gpu_workers_per_device` per GPU): runs a staged partition's kernels under the
-//! per-GPU mutex (held only around the backend's compute), releases its device reservation the
+//! per-GPU kernel lock (taken in staging order, held only around the backend's compute), releases its device reservation the
 //! moment compute ends, and hands the results to the MsmCollector.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use actix::prelude::*;
@@ -12,14 +12,15 @@ use cuzk_engine::{Backend, Timings};
 use crate::collector::{Collect, MsmCollector};
 use crate::dispatcher::{ComputeDone, Dispatcher, Dropped, PartitionDone};
 use crate::timeline::{Lane, Timeline};
+use crate::turns::Turns;
 use crate::work::Ticket;
 
 pub struct ComputeActor {
     pub gpu: usize,
     pub worker: usize,
     pub backend: Arc<dyn Backend>,
-    /// The per-GPU kernel mutex, shared by this GPU's workers.
-    pub gpu_mutex: Arc<Mutex<()>>,
+    /// The per-GPU kernel lock, shared by this GPU's workers, taken in staging order.
+    pub turns: Arc<Turns>,
     pub collector: Addr<MsmCollector>,
     pub dispatcher: Addr<Dispatcher>,
     pub timeline: Timeline,
@@ -32,6 +33,8 @@ impl Actor for ComputeActor {
 pub struct Compute {
     pub ticket: Ticket,
     pub staged: Staged,
+    /// Position in this GPU's staging order: the kernel lock is taken in this order.
+    pub seq: u64,
 }
 
 impl Message for Compute {
@@ -42,18 +45,19 @@ impl Handler<Compute> for ComputeActor {
     type Result = ();
 
     fn handle(&mut self, msg: Compute, _: &mut SyncContext<Self>) {
-        let Compute { ticket, staged } = msg;
+        let Compute { ticket, staged, seq } = msg;
         let key = ticket.key;
         let lane = Lane { gpu: Some(self.gpu), worker: Some(self.worker) };
+        let wait = Instant::now();
         if ticket.is_cancelled() {
+            // Take (and pass on) the turn, so the partitions staged after this one still run.
+            drop(self.turns.wait(seq));
+            self.dispatcher.do_send(ComputeDone { gpu: self.gpu, key });
             self.dispatcher.do_send(Dropped { key });
             return;
         }
-        let wait = Instant::now();
         let result = {
-            // A poisoned mutex only means another worker panicked mid-kernel; the lock is still
-            // the right serialisation for this one.
-            let _guard = self.gpu_mutex.lock().unwrap_or_else(|p| p.into_inner());
+            let _turn = self.turns.wait(seq);
             let start = Instant::now();
             self.timeline.record(key.job, key.partition, "mutex_wait", lane, wait, start, 0);
             let mut t = Timings::default();

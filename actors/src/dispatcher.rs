@@ -58,11 +58,17 @@ pub struct DispatcherConfig {
     pub host_capacity: u64,
     pub srs_resident: bool,
     pub synth_threads: usize,
+    pub workers_per_gpu: usize,
 }
 
 pub struct Dispatcher {
     uploaders: Vec<Addr<UploadActor>>,
     uploading: Vec<bool>,
+    /// Partitions dispatched to each GPU whose compute has not ended.
+    staged: Vec<usize>,
+    /// How many may be: one per worker, plus one being uploaded ahead. The rest wait here, in
+    /// order, so the next partition is chosen when a slot frees, not when it was synthesized.
+    depth: usize,
     vram: Vec<Budget>,
     host: Budget,
     srs_resident: bool,
@@ -87,6 +93,8 @@ impl Dispatcher {
         Ok(Dispatcher {
             uploaders: Vec::new(),
             uploading: vec![false; cfg.vram_capacity.len()],
+            staged: vec![0; cfg.vram_capacity.len()],
+            depth: cfg.workers_per_gpu + 1,
             vram: cfg.vram_capacity.iter().enumerate().map(|(i, c)| Budget::new(format!("vram{i}"), *c)).collect(),
             host: Budget::new("host", cfg.host_capacity),
             srs_resident: cfg.srs_resident,
@@ -200,7 +208,7 @@ impl Dispatcher {
 
     fn dispatch(&mut self) {
         'gpus: for gpu in 0..self.uploaders.len() {
-            if self.uploading[gpu] {
+            if self.uploading[gpu] || self.staged[gpu] >= self.depth {
                 continue;
             }
             // Strict order: only the head of the ready queue may go next.
@@ -234,6 +242,7 @@ impl Dispatcher {
             let (r, s) = st.rs[partition];
             let ticket = Ticket { key: PartKey { job, partition }, srs: st.spec_srs.clone(), r, s, cancelled: st.cancelled.clone() };
             self.uploading[gpu] = true;
+            self.staged[gpu] += 1;
             self.dispatch_log.push(ticket.key);
             self.uploaders[gpu].do_send(Upload { ticket, prepared, bytes });
         }
@@ -374,6 +383,7 @@ impl Message for ComputeDone {
 impl Handler<ComputeDone> for Dispatcher {
     type Result = ();
     fn handle(&mut self, msg: ComputeDone, ctx: &mut Context<Self>) {
+        self.staged[msg.gpu] = self.staged[msg.gpu].saturating_sub(1);
         if let Some(f) = self.jobs.get_mut(&msg.key.job).and_then(|st| st.in_flight.get_mut(&msg.key.partition)) {
             if let Some((gpu, v)) = f.vram.take() {
                 self.vram[gpu].release(v);

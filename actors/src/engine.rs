@@ -19,6 +19,7 @@ use crate::job::{JobHandle, JobId, JobSpec};
 use crate::pinner::{HostPinner, PinApi};
 use crate::srs_loader::{Evict, EvictIdle, Load, SrsLoader};
 use crate::timeline::Timeline;
+use crate::turns::Turns;
 use crate::upload::UploadActor;
 
 /// How the pipeline is shaped.
@@ -93,6 +94,7 @@ impl Engine {
                         host_capacity: cfg.host_budget,
                         srs_resident: cfg.srs_resident,
                         synth_threads: cfg.synth_threads,
+                        workers_per_gpu: cfg.gpu_workers_per_device.max(1),
                     };
                     let dispatcher = Dispatcher::new(dcfg, tl.clone())?.start();
                     let chunk = cfg.pin_chunk;
@@ -115,14 +117,14 @@ impl Engine {
                             dispatcher: d.clone(),
                             timeline: t.clone(),
                         });
-                        let gpu_mutex = Arc::new(Mutex::new(()));
+                        let turns = Arc::new(Turns::default());
                         let next_worker = Arc::new(AtomicUsize::new(0));
                         let (b, d, t) = (backend.clone(), dispatcher.clone(), tl.clone());
                         let compute = SyncArbiter::start(cfg.gpu_workers_per_device.max(1), move || ComputeActor {
                             gpu,
                             worker: next_worker.fetch_add(1, Ordering::Relaxed),
                             backend: b.clone(),
-                            gpu_mutex: gpu_mutex.clone(),
+                            turns: turns.clone(),
                             collector: collector.clone(),
                             dispatcher: d.clone(),
                             timeline: t.clone(),
@@ -135,6 +137,7 @@ impl Engine {
                             compute: compute.clone(),
                             dispatcher: d.clone(),
                             timeline: t.clone(),
+                            next_seq: 0,
                         }));
                     }
                     dispatcher.do_send(SetUploaders(uploaders));

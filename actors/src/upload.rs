@@ -12,7 +12,7 @@ use cuzk_engine::prover::Prepared;
 use cuzk_engine::Backend;
 
 use crate::compute::{Compute, ComputeActor};
-use crate::dispatcher::{Dispatcher, Dropped, PartitionDone, UploadDone};
+use crate::dispatcher::{ComputeDone, Dispatcher, Dropped, PartitionDone, UploadDone};
 use crate::pinner::{pin_blocking, HostPinner};
 use crate::timeline::{Lane, Timeline};
 use crate::work::Ticket;
@@ -24,6 +24,8 @@ pub struct UploadActor {
     pub compute: Addr<ComputeActor>,
     pub dispatcher: Addr<Dispatcher>,
     pub timeline: Timeline,
+    /// Staging order of this GPU's partitions (the compute workers take the kernel lock in it).
+    pub next_seq: u64,
 }
 
 impl Actor for UploadActor {
@@ -54,6 +56,7 @@ impl Handler<Upload> for UploadActor {
         let lane = Lane { gpu: Some(self.gpu), worker: None };
         if ticket.is_cancelled() {
             self.dispatcher.do_send(UploadDone { gpu: self.gpu, key });
+            self.dispatcher.do_send(ComputeDone { gpu: self.gpu, key });
             self.dispatcher.do_send(Dropped { key });
             return;
         }
@@ -63,6 +66,7 @@ impl Handler<Upload> for UploadActor {
                 Ok(l) => l,
                 Err(e) => {
                     self.dispatcher.do_send(UploadDone { gpu: self.gpu, key });
+                    self.dispatcher.do_send(ComputeDone { gpu: self.gpu, key });
                     self.dispatcher.do_send(PartitionDone { key, result: Err(format!("pinning host memory: {e}")) });
                     return;
                 }
@@ -85,8 +89,16 @@ impl Handler<Upload> for UploadActor {
         };
         self.dispatcher.do_send(UploadDone { gpu: self.gpu, key });
         match staged {
-            Ok(staged) => self.compute.do_send(Compute { ticket, staged }),
-            Err(e) => self.dispatcher.do_send(PartitionDone { key, result: Err(e.to_string()) }),
+            Ok(staged) => {
+                let seq = self.next_seq;
+                self.next_seq += 1;
+                self.compute.do_send(Compute { ticket, staged, seq });
+            }
+            Err(e) => {
+                // It will never reach compute: free its slot there too.
+                self.dispatcher.do_send(ComputeDone { gpu: self.gpu, key });
+                self.dispatcher.do_send(PartitionDone { key, result: Err(e.to_string()) });
+            }
         }
     }
 }

@@ -198,7 +198,7 @@ fn a_partition_larger_than_the_budget_takes_the_chunked_tier() {
 #[test]
 fn priority_classes_then_oldest_job_then_lowest_partition() {
     let srs = srs();
-    let (engine, stats) = engine(EngineConfig::default());
+    let (engine, stats) = engine(EngineConfig { gpu_workers_per_device: 2, ..EngineConfig::default() });
     engine.set_paused(true);
     let plan = [(Priority::Low, 2), (Priority::Normal, 2), (Priority::High, 2), (Priority::Normal, 2), (Priority::High, 1)];
     let handles: Vec<_> = plan
@@ -215,6 +215,11 @@ fn priority_classes_then_oldest_job_then_lowest_partition() {
     let order = engine.status().unwrap().dispatch_order;
     let expect = vec![(ids[2], 0), (ids[2], 1), (ids[4], 0), (ids[1], 0), (ids[1], 1), (ids[3], 0), (ids[3], 1), (ids[0], 0), (ids[0], 1)];
     assert_eq!(order, expect);
+    // Two workers, and still the kernels run in dispatch order (the kernel lock is taken in
+    // staging order; no worker barges ahead).
+    let mut computes: Vec<_> = engine.timeline().spans().into_iter().filter(|s| s.stage == "compute").collect();
+    computes.sort_by_key(|s| s.start_us);
+    assert_eq!(computes.iter().map(|s| (s.job, s.partition)).collect::<Vec<_>>(), expect);
     assert_all_released(&engine, &stats);
 }
 
