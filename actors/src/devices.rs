@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use cuzk_engine::gpu::{probe, GpuBackend};
+use cuzk_engine::gpu::{probe, GpuBackend, GpuDevice, PipelinedGpu};
 use cuzk_engine::{Backend, CpuBackend};
 
 use crate::cuda_pin::CudaPin;
@@ -33,7 +33,7 @@ fn cpu(why: Option<String>) -> Devices {
     }
 }
 
-fn cuda() -> Result<Devices, String> {
+fn cuda(staging: bool) -> Result<Devices, String> {
     probe()?;
     let count = cudarc::driver::CudaContext::device_count().map_err(|e| format!("cuDeviceGetCount: {e:?}"))? as usize;
     let mut backends: Vec<Arc<dyn Backend>> = Vec::new();
@@ -41,22 +41,33 @@ fn cuda() -> Result<Devices, String> {
     let mut names = Vec::new();
     let mut pin_ctx = None;
     for i in 0..count {
-        let b = GpuBackend::new(i).map_err(|e| e.to_string())?;
-        let ctx = b.device().ctx.clone();
+        let (b, dev): (Arc<dyn Backend>, &GpuDevice);
+        let (plain, piped);
+        if staging {
+            piped = Arc::new(PipelinedGpu::new(i).map_err(|e| e.to_string())?);
+            dev = piped.inner().device();
+            b = piped.clone();
+        } else {
+            plain = Arc::new(GpuBackend::new(i).map_err(|e| e.to_string())?);
+            dev = plain.device();
+            b = plain.clone();
+        }
+        let ctx = dev.ctx.clone();
         let (f, total) = ctx.mem_get_info().map_err(|e| format!("cuMemGetInfo on GPU {i}: {e:?}"))?;
-        names.push(format!("{} ({} of {} MiB free)", b.device().name, f >> 20, total >> 20));
+        names.push(format!("{} ({} of {} MiB free{})", dev.name, f >> 20, total >> 20, if staging { ", staged, resident SRS" } else { "" }));
         pin_ctx.get_or_insert(ctx);
         free.push(f as u64);
-        backends.push(Arc::new(b));
+        backends.push(b);
     }
     let ctx = pin_ctx.ok_or("no CUDA GPU")?;
     Ok(Devices { backends, free, pin: Box::new(CudaPin::new(ctx)), description: format!("cuda: {}", names.join(", ")) })
 }
 
-pub fn open(choice: BackendChoice) -> Result<Devices, String> {
+/// `staging`: on a GPU, `PipelinedGpu` (copy stream, resident SRS) rather than `GpuBackend`.
+pub fn open(choice: BackendChoice, staging: bool) -> Result<Devices, String> {
     match choice {
         BackendChoice::Cpu => Ok(cpu(None)),
-        BackendChoice::Cuda => cuda(),
-        BackendChoice::Auto => Ok(cuda().unwrap_or_else(|why| cpu(Some(why)))),
+        BackendChoice::Cuda => cuda(staging),
+        BackendChoice::Auto => Ok(cuda(staging).unwrap_or_else(|why| cpu(Some(why)))),
     }
 }

@@ -51,6 +51,7 @@ pub enum Residency {
 #[serde(deny_unknown_fields)]
 pub struct EngineSection {
     pub backend: BackendChoice,
+    pub gpu_staging: bool,
     pub gpu_workers_per_device: usize,
     pub vram_reserve_mib: u64,
     pub vram_budget_mib: u64,

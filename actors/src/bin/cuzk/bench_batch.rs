@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use cuzk_actors::devices;
 use cuzk_actors::settings::{BackendChoice, Settings};
+use cuzk_actors::tier::Dims;
 use cuzk_actors::timeline::{busy_fraction, svg, StageTotals};
 use cuzk_actors::{Engine, JobSpec};
 use cuzk_engine::circuits::Example;
@@ -41,6 +42,10 @@ pub struct Args {
     /// auto (CUDA if usable, else CPU), cpu or cuda; overrides the config file.
     #[arg(long)]
     backend: Option<BackendChoice>,
+    /// On a GPU: stage on a copy stream with the SRS resident (true) or upload inside each
+    /// kernel call (false); overrides the config file.
+    #[arg(long)]
+    gpu_staging: Option<bool>,
     /// A config file (see config/cuzk.toml); CUZK_* environment overrides apply too.
     #[arg(long)]
     config: Option<PathBuf>,
@@ -59,11 +64,21 @@ pub fn run(a: Args) -> Result<()> {
     if let Some(mib) = a.vram_budget_mib {
         settings.engine.vram_budget_mib = mib;
     }
+    if let Some(st) = a.gpu_staging {
+        settings.engine.gpu_staging = st;
+    }
     let srs = Arc::new(example_params(&dir, &a.circuit, size, &settings.engine_config(&[0]).srs_open)?);
     let mut summary = Vec::new();
     for &gw in &a.gpu_workers {
-        let dev = devices::open(settings.engine.backend)?;
+        let dev = devices::open(settings.engine.backend, settings.engine.gpu_staging)?;
         let mut cfg = settings.engine_config(&dev.free);
+        if settings.engine.gpu_staging && dev.description.starts_with("cuda") {
+            // The SRS bases stay on the device: partitions reserve only their own buffers, and
+            // the bases come off every GPU's budget once.
+            let bases = Dims::of(&srs).bases();
+            cfg.srs_resident = true;
+            cfg.vram_budget.iter_mut().for_each(|b| *b = b.saturating_sub(bases));
+        }
         cfg.gpu_workers_per_device = gw.max(1);
         let backend_name = dev.description.clone();
         let engine = Engine::start(cfg, dev.backends, dev.pin)?;

@@ -32,6 +32,10 @@ pub struct Args {
     /// auto (CUDA if usable, else CPU), cpu or cuda.
     #[arg(long, default_value = "cpu")]
     backend: BackendChoice,
+    /// On a GPU, upload everything inside each kernel call instead of staging on a copy stream
+    /// with the SRS resident.
+    #[arg(long)]
+    no_gpu_staging: bool,
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -39,7 +43,7 @@ pub fn run(a: Args) -> Result<()> {
     let (_, size) = example(&a.circuit, a.size, 0)?;
     let srs = example_params(&dir, &a.circuit, size, &OpenOptions { subgroup_check: a.subgroup_check, ..Default::default() })?;
     let circuits = (0..a.partitions).map(|i| example(&a.circuit, Some(size), 1000 + i as u64).map(|(c, _)| c)).collect::<Result<Vec<_>>>()?;
-    let dev = devices::open(a.backend)?;
+    let dev = devices::open(a.backend, !a.no_gpu_staging)?;
     let backend = dev.backends[0].clone();
     let batch = Prover::new(&srs, backend.as_ref()).prove_random(circuits, &mut rand::thread_rng())?;
     println!(
