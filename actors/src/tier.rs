@@ -38,6 +38,14 @@ impl Dims {
     pub fn bases(&self) -> u64 {
         (self.n.saturating_sub(1) + self.aux + self.a + self.b) * G1 + self.b * G2
     }
+    /// Device scratch of the largest MSM (signed digits and their sorted indices, 4 bytes per
+    /// point per 16-bit window, plus bucket sums). Compute is serialised per GPU, so a GPU needs
+    /// this once, not per partition.
+    pub fn msm_scratch(&self) -> u64 {
+        let n = self.n.max(self.aux).max(self.a).max(self.b);
+        2 * n * 16 * 4 + (256 << 20)
+    }
+
     /// Host bytes of one synthesized, prepared partition.
     pub fn host(&self) -> u64 {
         3 * self.n * FR + 2 * self.scalars()

@@ -73,11 +73,12 @@ pub fn run(a: Args) -> Result<()> {
         let dev = devices::open(settings.engine.backend, settings.engine.gpu_staging)?;
         let mut cfg = settings.engine_config(&dev.free);
         if settings.engine.gpu_staging && dev.description.starts_with("cuda") {
-            // The SRS bases stay on the device: partitions reserve only their own buffers, and
-            // the bases come off every GPU's budget once.
-            let bases = Dims::of(&srs).bases();
+            // The SRS bases stay on the device and compute is serialised per GPU: partitions
+            // reserve only their own buffers, and the bases and one MSM's scratch come off every
+            // GPU's budget once.
+            let d = Dims::of(&srs);
             cfg.srs_resident = true;
-            cfg.vram_budget.iter_mut().for_each(|b| *b = b.saturating_sub(bases));
+            cfg.vram_budget.iter_mut().for_each(|b| *b = b.saturating_sub(d.bases() + d.msm_scratch()));
         }
         cfg.gpu_workers_per_device = gw.max(1);
         let backend_name = dev.description.clone();
