@@ -36,17 +36,17 @@ impl Domain {
         for _ in log_n..Scalar::S {
             omega = omega.square();
         }
-        let omega_inv = omega.invert().unwrap();
+        let omega_inv = Option::<Scalar>::from(omega.invert())?;
         let g = Scalar::MULTIPLICATIVE_GENERATOR;
-        let z_inv = (g.pow_vartime([n as u64]) - Scalar::ONE).invert().unwrap();
+        let z_inv = Option::<Scalar>::from((g.pow_vartime([n as u64]) - Scalar::ONE).invert())?;
         Some(Domain {
             n,
             log_n,
             fwd: powers(omega, n / 2),
             inv: powers(omega_inv, n / 2),
-            n_inv: Scalar::from(n as u64).invert().unwrap(),
+            n_inv: Option::<Scalar>::from(Scalar::from(n as u64).invert())?,
             g,
-            g_inv: g.invert().unwrap(),
+            g_inv: Option::<Scalar>::from(g.invert())?,
             z_inv,
         })
     }

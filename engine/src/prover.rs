@@ -146,7 +146,7 @@ pub fn prepare(index: usize, asg: Assignment, srs: &Srs, opts: &ProveOptions) ->
     let mut b_query = dense(&b_input_density, &inputs);
     b_query.extend(dense(&b_aux_density, &aux));
     let (l, (a_query, b_query)) = rayon::join(|| Split::new(aux), || rayon::join(|| Split::new(a_query), || Split::new(b_query)));
-    Ok(Prepared { index, a, b, c, l, a_query, b_query, public_inputs: inputs[1..].to_vec(), shape, msm_chunk: None })
+    Ok(Prepared { index, a, b, c, l, a_query, b_query, public_inputs: inputs.get(1..).unwrap_or(&[]).to_vec(), shape, msm_chunk: None })
 }
 
 /// Stages, computes and collects one partition on `backend` (the three steps a pipeline runs on

@@ -59,7 +59,7 @@ impl Assignment {
 
     /// The public inputs a verifier is given (all inputs but `one`).
     pub fn public_inputs(&self) -> &[Scalar] {
-        &self.inputs[1..]
+        self.inputs.get(1..).unwrap_or(&[])
     }
 
     /// The first constraint with `a·b ≠ c`, if any.
