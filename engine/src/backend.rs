@@ -3,12 +3,41 @@
 //! The prover (`prover.rs`) owns the math around these steps — synthesis, density filtering, the
 //! 0/1 split of scalars, assembly with `r, s` — and never changes with the backend below it.
 
+use std::any::Any;
+use std::time::Instant;
+
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cuzk_srs::Srs;
 
 use crate::error::EngineError;
+use crate::prover::{Prepared, Split, Sums};
+use crate::timings::Timings;
 
 /// A bitmap over base indices: bit `i` (word `i / 64`, bit `i % 64`, LSB first) selects `bases[i]`.
 pub type Bitmap = [u64];
+
+/// A partition whose inputs the backend has made ready (a GPU backend: uploaded into device memory
+/// reserved for it). The payload is the backend's own; another backend refuses it.
+pub struct Staged {
+    pub index: usize,
+    pub public_inputs: Vec<Scalar>,
+    pub payload: Box<dyn Any + Send>,
+}
+
+impl Staged {
+    /// A partition kept on the host, as it is: what `compute` takes from a backend that does not
+    /// stage on a device.
+    pub fn on_host(p: Prepared) -> Staged {
+        Staged { index: p.index, public_inputs: p.public_inputs.clone(), payload: Box::new(p) }
+    }
+}
+
+/// A partition whose kernels have run; its results may still be on the device.
+pub struct Computed {
+    pub index: usize,
+    pub public_inputs: Vec<Scalar>,
+    pub payload: Box<dyn Any + Send>,
+}
 
 pub trait Backend: Send + Sync {
     /// A short name for logs and errors ("cpu", "cuda:0").
@@ -34,4 +63,95 @@ pub trait Backend: Send + Sync {
 
     /// `Σ bases[i]` for every `i` whose bit is set in `bits`, over G2.
     fn batch_add_g2(&self, bases: &[G2Affine], bits: &Bitmap) -> Result<G2Projective, EngineError>;
+
+    /// Whether [`stage`](Backend::stage) copies a partition to the device (then its host buffers
+    /// are worth pinning for the copy). When `false`, callers skip `stage` and hand the partition
+    /// over as [`Staged::on_host`].
+    fn stages_on_device(&self) -> bool {
+        false
+    }
+
+    /// Makes a prepared partition ready for [`compute`](Backend::compute): a GPU backend uploads
+    /// it here, on its copy stream. The caller keeps `p` (and any pinning of its buffers) alive
+    /// until this returns, and frees it only after unpinning. The default copies it on the host.
+    fn stage(&self, p: &Prepared) -> Result<Staged, EngineError> {
+        Ok(Staged::on_host(p.clone()))
+    }
+
+    /// Runs H and the five MSMs of a staged partition. The default runs the heavy steps above
+    /// one after the other.
+    fn compute(&self, srs: &Srs, staged: Staged, t: &mut Timings) -> Result<Computed, EngineError> {
+        let Staged { index, public_inputs, payload } = staged;
+        let p = payload.downcast::<Prepared>().map_err(|_| foreign(self.name(), "staged"))?;
+        let sums = run_steps(self, srs, *p, t)?;
+        Ok(Computed { index, public_inputs, payload: Box::new(sums) })
+    }
+
+    /// Brings a computed partition's sums to the host (a GPU backend: device→host copies and the
+    /// final reductions).
+    fn collect(&self, c: Computed) -> Result<Sums, EngineError> {
+        c.payload.downcast::<Sums>().map(|s| *s).map_err(|_| foreign(self.name(), "computed"))
+    }
+}
+
+fn foreign(backend: &str, what: &str) -> EngineError {
+    EngineError::Backend { backend: backend.into(), what: format!("partition was {what} by another backend") }
+}
+
+fn ms(start: Instant) -> f64 {
+    start.elapsed().as_secs_f64() * 1e3
+}
+
+/// H, then each query as `msm(bases, tail) + batch_add(bases, ones)`.
+pub fn run_steps<B: Backend + ?Sized>(b: &B, srs: &Srs, p: Prepared, t: &mut Timings) -> Result<Sums, EngineError> {
+    let Prepared { a, b: b_evals, c, l, a_query, b_query, msm_chunk, .. } = p;
+    let chunk = msm_chunk.unwrap_or(usize::MAX).max(1);
+    let start = Instant::now();
+    let h_coeffs = b.compute_h(a, b_evals, c)?;
+    let h = b.msm_g1(srs.h(), &h_coeffs)?;
+    drop(h_coeffs);
+    t.ntt_msm_h_ms += ms(start);
+    t.events.push(("ntt_msm_h", start, Instant::now()));
+    let g1 = |bases: &[G1Affine], split: &Split, t: &mut Timings| -> Result<G1Projective, EngineError> {
+        let start = Instant::now();
+        let mut acc = msm_chunked(bases, &split.tail, chunk, |x, y| b.msm_g1(x, y))?;
+        t.tail_msm_ms += ms(start);
+        t.events.push(("tail_msm", start, Instant::now()));
+        if split.ones.count_ones() > 0 {
+            let start = Instant::now();
+            acc += b.batch_add_g1(bases, split.ones.words())?;
+            t.batch_add_ms += ms(start);
+            t.events.push(("batch_add", start, Instant::now()));
+        }
+        Ok(acc)
+    };
+    let l = g1(srs.l(), &l, t)?;
+    let a = g1(srs.a(), &a_query, t)?;
+    let b_g1 = g1(srs.b_g1(), &b_query, t)?;
+    let start = Instant::now();
+    let mut b_g2: G2Projective = msm_chunked(srs.b_g2(), &b_query.tail, chunk, |x, y| b.msm_g2(x, y))?;
+    if b_query.ones.count_ones() > 0 {
+        b_g2 += b.batch_add_g2(srs.b_g2(), b_query.ones.words())?;
+    }
+    t.b_g2_msm_ms += ms(start);
+    t.events.push(("b_g2_msm", start, Instant::now()));
+    Ok(Sums { h, l, a, b_g1, b_g2 })
+}
+
+/// An MSM over bases in chunks of `chunk` points (the small-memory tier streams bases this way);
+/// the sum of the chunks' results is the MSM.
+fn msm_chunked<P, G: std::ops::AddAssign + group::Group>(
+    bases: &[P],
+    scalars: &[Scalar],
+    chunk: usize,
+    msm: impl Fn(&[P], &[Scalar]) -> Result<G, EngineError>,
+) -> Result<G, EngineError> {
+    if bases.len() <= chunk || bases.len() != scalars.len() {
+        return msm(bases, scalars);
+    }
+    let mut acc = G::identity();
+    for (b, s) in bases.chunks(chunk).zip(scalars.chunks(chunk)) {
+        acc += msm(b, s)?;
+    }
+    Ok(acc)
 }

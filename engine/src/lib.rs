@@ -1,5 +1,33 @@
-//! cuzk-engine: circuit synthesis, Groth16 prover math, the `Backend` trait, CPU and CUDA backends.
+//! cuzk-engine: circuit synthesis, Groth16 prover math, the [`Backend`] trait, CPU and CUDA backends.
+//!
+//! ```no_run
+//! # use cuzk_engine::{CpuBackend, Prover, circuits::MulChain};
+//! # use cuzk_srs::{Srs, OpenOptions};
+//! let srs = Srs::open("my.params", &OpenOptions::default())?;
+//! let backend = CpuBackend::new();
+//! let proofs = Prover::new(&srs, &backend).prove_random(vec![MulChain::random(1000, 3, 7)], &mut rand::thread_rng())?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod backend;
+pub mod circuits;
+pub mod cpu;
+pub mod density;
 pub mod error;
+pub mod fft;
+pub mod fixed_base;
 pub mod gpu;
+pub mod prover;
+pub mod r1cs;
+pub mod setup;
+pub mod synth;
+pub mod timings;
+pub mod verify;
+
+pub use backend::Backend;
+pub use cpu::CpuBackend;
+pub use error::EngineError;
+pub use prover::{ProofBatch, ProveOptions, Prover};
+pub use synth::{synthesize, Assignment};
+pub use timings::Timings;
+pub use verify::Verifier;

@@ -12,6 +12,11 @@ pub struct DevBuf {
 }
 
 impl DevBuf {
+    /// Wraps memory allocated on another stream of the same context (the pipeline's copy stream).
+    pub fn from_slice(s: CudaSlice<u8>) -> Self {
+        DevBuf { s }
+    }
+
     /// The device address of byte `offset`.
     pub fn at(&self, offset: usize) -> u64 {
         let (p, _sync) = self.s.device_ptr(self.s.stream());

@@ -13,9 +13,11 @@ pub mod ntt;
 pub mod nvrtc;
 pub mod points;
 pub mod sources;
+pub mod staged;
 
 pub use backend::GpuBackend;
 pub use device::{probe, GpuDevice};
+pub use staged::PipelinedGpu;
 
 use crate::error::EngineError;
 

@@ -1,0 +1,144 @@
+//! `cuzk bench batch`: COUNT multi-partition jobs through the actor pipeline, CONCURRENCY in
+//! flight, once per `--gpu-workers` value; one line per proof, then a summary in s/proof.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use cuzk_actors::devices;
+use cuzk_actors::settings::{BackendChoice, Settings};
+use cuzk_actors::tier::Dims;
+use cuzk_actors::timeline::{busy_fraction, svg, StageTotals};
+use cuzk_actors::{Engine, JobSpec};
+use cuzk_engine::circuits::Example;
+
+use crate::common::{example, example_params, Result};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Jobs (proofs) to run.
+    #[arg(short = 'c', long, default_value_t = 5)]
+    count: usize,
+    /// Jobs in flight at once.
+    #[arg(short = 'j', long, default_value_t = 3)]
+    concurrency: usize,
+    /// Compute workers per GPU; several values run one after the other (e.g. `1,2`).
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    gpu_workers: Vec<usize>,
+    /// Partitions per job.
+    #[arg(short, long, default_value_t = 8)]
+    partitions: usize,
+    #[arg(long, default_value = "mulchain")]
+    circuit: String,
+    /// Circuit size (for mulchain: log2 of the domain).
+    #[arg(long)]
+    size: Option<usize>,
+    /// Device-memory budget per GPU in MiB (default: unlimited on the CPU backend).
+    #[arg(long)]
+    vram_budget_mib: Option<u64>,
+    #[arg(long)]
+    params_dir: Option<PathBuf>,
+    /// auto (CUDA if usable, else CPU), cpu or cuda; overrides the config file.
+    #[arg(long)]
+    backend: Option<BackendChoice>,
+    /// On a GPU: stage on a copy stream with the SRS resident (true) or upload inside each
+    /// kernel call (false); overrides the config file.
+    #[arg(long)]
+    gpu_staging: Option<bool>,
+    /// A config file (see config/cuzk.toml); CUZK_* environment overrides apply too.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Write the timeline of each run here as JSON and SVG (`batch-gw<N>.json/.svg`).
+    #[arg(long)]
+    timeline_dir: Option<PathBuf>,
+}
+
+pub fn run(a: Args) -> Result<()> {
+    let dir = a.params_dir.clone().unwrap_or_else(crate::default_params_dir);
+    let (_, size) = example(&a.circuit, a.size.or(if a.circuit == "mulchain" { Some(14) } else { None }), 0)?;
+    let mut settings = Settings::load(a.config.as_deref())?;
+    if let Some(b) = a.backend {
+        settings.engine.backend = b;
+    }
+    if let Some(mib) = a.vram_budget_mib {
+        settings.engine.vram_budget_mib = mib;
+    }
+    if let Some(st) = a.gpu_staging {
+        settings.engine.gpu_staging = st;
+    }
+    let srs = Arc::new(example_params(&dir, &a.circuit, size, &settings.engine_config(&[0]).srs_open)?);
+    let mut summary = Vec::new();
+    for &gw in &a.gpu_workers {
+        let dev = devices::open(settings.engine.backend, settings.engine.gpu_staging)?;
+        let mut cfg = settings.engine_config(&dev.free);
+        if settings.engine.gpu_staging && dev.description.starts_with("cuda") {
+            // The SRS bases stay on the device and compute is serialised per GPU: partitions
+            // reserve only their own buffers, and the bases and one MSM's scratch come off every
+            // GPU's budget once.
+            let d = Dims::of(&srs);
+            cfg.srs_resident = true;
+            cfg.vram_budget.iter_mut().for_each(|b| *b = b.saturating_sub(d.bases() + d.msm_scratch()));
+        }
+        cfg.gpu_workers_per_device = gw.max(1);
+        let backend_name = dev.description.clone();
+        let engine = Engine::start(cfg, dev.backends, dev.pin)?;
+        println!("# backend={backend_name} gpu_workers={gw} jobs={} concurrency={} partitions={} circuit={} size={size}", a.count, a.concurrency, a.partitions, a.circuit);
+        let start = Instant::now();
+        let mut in_flight = VecDeque::new();
+        let (mut submitted, mut finished) = (0usize, 0usize);
+        while finished < a.count {
+            while submitted < a.count && in_flight.len() < a.concurrency.max(1) {
+                let circuits: Vec<Example> = (0..a.partitions)
+                    .map(|p| example(&a.circuit, Some(size), (submitted * 1000 + p) as u64).map(|(c, _)| c))
+                    .collect::<Result<_>>()?;
+                in_flight.push_back(engine.submit(JobSpec::new(srs.clone(), circuits))?);
+                submitted += 1;
+            }
+            let Some(h) = in_flight.pop_front() else { break };
+            let out = h.wait()?;
+            finished += 1;
+            println!(
+                "proof {finished:>3} job={} wall={:.3}s prove={:.3}s queue={:.3}s bytes={}",
+                out.id,
+                out.wall.as_secs_f64(),
+                out.prove.as_secs_f64(),
+                out.queue.as_secs_f64(),
+                out.to_bytes().len()
+            );
+        }
+        let wall = start.elapsed().as_secs_f64();
+        let spans = engine.timeline().spans();
+        let computes: Vec<_> = spans.iter().filter(|s| s.stage == "compute").collect();
+        let from = computes.iter().map(|s| s.start_us).min().unwrap_or(0);
+        let to = computes.iter().map(|s| s.end_us).max().unwrap_or(0);
+        let busy = busy_fraction(&spans, 0, from, to);
+        let status = engine.status()?;
+        let s_per_proof = wall / a.count.max(1) as f64;
+        println!("{}", StageTotals::of(&spans).line());
+        println!(
+            "summary gpu_workers={gw}: {:.3} s/proof over {} proofs, wall {:.2} s, gpu busy {:.1}% (first to last compute), vram high water {} of {} bytes",
+            s_per_proof,
+            a.count,
+            wall,
+            busy * 100.0,
+            status.vram[0].high_water,
+            status.vram[0].capacity
+        );
+        if let Some(d) = &a.timeline_dir {
+            std::fs::create_dir_all(d)?;
+            std::fs::write(d.join(format!("batch-gw{gw}.json")), serde_json::to_vec_pretty(&spans)?)?;
+            let title = format!("cuzk bench batch: {backend_name}, {gw} worker(s), {} jobs × {} partitions of {} 2^{size}, {:.3} s/proof", a.count, a.partitions, a.circuit, s_per_proof);
+            std::fs::write(d.join(format!("batch-gw{gw}.svg")), svg(&spans, &title))?;
+        }
+        engine.shutdown();
+        summary.push((gw, s_per_proof));
+    }
+    if summary.len() > 1 {
+        println!("{}", summary.iter().map(|(gw, s)| format!("gw{gw}_s_per_proof={s:.3}")).collect::<Vec<_>>().join(" "));
+    }
+    if let Some((_, s)) = summary.last() {
+        println!("s_per_proof={s:.3}");
+    }
+    Ok(())
+}

@@ -1,0 +1,70 @@
+//! `cuzk`: prove example circuits, inspect and prepare parameter files, benchmark.
+
+mod bench_batch;
+mod bench_cpu;
+mod common;
+mod prove;
+mod srs_cmd;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "cuzk", version, about = "Groth16 (BLS12-381) proving engine")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Prove an example circuit end to end: parameters (generated once, then reused), a batch of
+    /// partitions, self-verification, per-stage timings.
+    Prove(prove::Args),
+    /// Parameter files: inspect, decode (build the cache), generate for an example circuit.
+    #[command(subcommand)]
+    Srs(srs_cmd::Cmd),
+    /// Benchmarks.
+    #[command(subcommand)]
+    Bench(BenchCmd),
+}
+
+#[derive(Subcommand)]
+enum BenchCmd {
+    /// cuzk's CPU prover against bellperson's `create_proof`, side by side, same circuits.
+    Cpu(bench_cpu::Args),
+    /// Jobs through the actor pipeline: one line per proof, then s/proof.
+    Batch(bench_batch::Args),
+}
+
+/// Where parameters for example circuits are kept: `$CUZK_PARAMS_DIR`, else
+/// `$XDG_CACHE_HOME/cuzk/params`, else `~/.cache/cuzk/params`.
+pub fn default_params_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("CUZK_PARAMS_DIR") {
+        return d.into();
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("cuzk").join("params")
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Cmd::Prove(a) => prove::run(a),
+        Cmd::Srs(c) => srs_cmd::run(c),
+        Cmd::Bench(BenchCmd::Cpu(a)) => bench_cpu::run(a),
+        Cmd::Bench(BenchCmd::Batch(a)) => bench_batch::run(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cuzk: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

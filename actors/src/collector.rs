@@ -1,0 +1,68 @@
+//! MsmCollector (one per GPU): brings a partition's MSM results to the host (a GPU backend's
+//! device→host copies and final reductions), assembles the proof with `r, s`, and verifies it.
+//! It runs beside compute, so partition k is collected while partition k+1 computes.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use actix::prelude::*;
+use cuzk_engine::backend::Computed;
+use cuzk_engine::prover::assemble;
+use cuzk_engine::{Backend, Verifier};
+
+use crate::dispatcher::{Dispatcher, Dropped, PartitionDone};
+use crate::timeline::{Lane, Timeline};
+use crate::work::Ticket;
+
+pub struct MsmCollector {
+    pub gpu: usize,
+    pub backend: Arc<dyn Backend>,
+    pub self_verify: bool,
+    pub dispatcher: Addr<Dispatcher>,
+    pub timeline: Timeline,
+}
+
+impl Actor for MsmCollector {
+    type Context = SyncContext<Self>;
+}
+
+pub struct Collect {
+    pub ticket: Ticket,
+    pub computed: Computed,
+}
+
+impl Message for Collect {
+    type Result = ();
+}
+
+impl Handler<Collect> for MsmCollector {
+    type Result = ();
+
+    fn handle(&mut self, msg: Collect, _: &mut SyncContext<Self>) {
+        let Collect { ticket, computed } = msg;
+        let key = ticket.key;
+        let lane = Lane { gpu: Some(self.gpu), worker: None };
+        if ticket.is_cancelled() {
+            self.dispatcher.do_send(Dropped { key });
+            return;
+        }
+        let inputs = computed.public_inputs.clone();
+        let start = Instant::now();
+        let result = self.backend.collect(computed).map_err(|e| e.to_string()).and_then(|sums| {
+            let collected = Instant::now();
+            self.timeline.record(key.job, key.partition, "collect", lane, start, collected, 0);
+            let proof = assemble(&sums, ticket.srs.vk(), ticket.r, ticket.s).map_err(|e| e.to_string())?;
+            let assembled = Instant::now();
+            self.timeline.record(key.job, key.partition, "assemble", lane, collected, assembled, 0);
+            if self.self_verify {
+                let ok = Verifier::new(ticket.srs.vk()).verify(&proof, &inputs).map_err(|e| e.to_string())?;
+                self.timeline.record(key.job, key.partition, "verify", lane, assembled, Instant::now(), 0);
+                if !ok {
+                    return Err("proof failed self-verification".to_string());
+                }
+            }
+            Ok((proof, inputs))
+        });
+        self.dispatcher.do_send(PartitionDone { key, result });
+    }
+}

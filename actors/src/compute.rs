@@ -1,0 +1,78 @@
+//! ComputeActor (`gpu_workers_per_device` per GPU): runs a staged partition's kernels under the
+//! per-GPU kernel lock (taken in staging order, held only around the backend's compute), releases its device reservation the
+//! moment compute ends, and hands the results to the MsmCollector.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use actix::prelude::*;
+use cuzk_engine::backend::Staged;
+use cuzk_engine::{Backend, Timings};
+
+use crate::collector::{Collect, MsmCollector};
+use crate::dispatcher::{ComputeDone, Dispatcher, Dropped, PartitionDone};
+use crate::timeline::{Lane, Timeline};
+use crate::turns::Turns;
+use crate::work::Ticket;
+
+pub struct ComputeActor {
+    pub gpu: usize,
+    pub worker: usize,
+    pub backend: Arc<dyn Backend>,
+    /// The per-GPU kernel lock, shared by this GPU's workers, taken in staging order.
+    pub turns: Arc<Turns>,
+    pub collector: Addr<MsmCollector>,
+    pub dispatcher: Addr<Dispatcher>,
+    pub timeline: Timeline,
+}
+
+impl Actor for ComputeActor {
+    type Context = SyncContext<Self>;
+}
+
+pub struct Compute {
+    pub ticket: Ticket,
+    pub staged: Staged,
+    /// Position in this GPU's staging order: the kernel lock is taken in this order.
+    pub seq: u64,
+}
+
+impl Message for Compute {
+    type Result = ();
+}
+
+impl Handler<Compute> for ComputeActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Compute, _: &mut SyncContext<Self>) {
+        let Compute { ticket, staged, seq } = msg;
+        let key = ticket.key;
+        let lane = Lane { gpu: Some(self.gpu), worker: Some(self.worker) };
+        let wait = Instant::now();
+        if ticket.is_cancelled() {
+            // Take (and pass on) the turn, so the partitions staged after this one still run.
+            drop(self.turns.wait(seq));
+            self.dispatcher.do_send(ComputeDone { gpu: self.gpu, key });
+            self.dispatcher.do_send(Dropped { key });
+            return;
+        }
+        let result = {
+            let _turn = self.turns.wait(seq);
+            let start = Instant::now();
+            self.timeline.record(key.job, key.partition, "mutex_wait", lane, wait, start, 0);
+            let mut t = Timings::default();
+            let r = self.backend.compute(&ticket.srs, staged, &mut t);
+            let end = Instant::now();
+            self.timeline.record(key.job, key.partition, "compute", lane, start, end, 0);
+            for (stage, a, b) in t.events {
+                self.timeline.record(key.job, key.partition, stage, lane, a, b, 0);
+            }
+            r
+        };
+        self.dispatcher.do_send(ComputeDone { gpu: self.gpu, key });
+        match result {
+            Ok(computed) => self.collector.do_send(Collect { ticket, computed }),
+            Err(e) => self.dispatcher.do_send(PartitionDone { key, result: Err(e.to_string()) }),
+        }
+    }
+}

@@ -1,0 +1,73 @@
+//! Choosing the devices the pipeline runs on: every CUDA GPU (with its free memory and the
+//! driver's pinning), or the CPU backend. With `auto`, a machine without a usable GPU says why and
+//! falls back to the CPU; with `cuda`, that is an error.
+
+use std::sync::Arc;
+
+use cuzk_engine::gpu::{probe, GpuBackend, GpuDevice, PipelinedGpu};
+use cuzk_engine::{Backend, CpuBackend};
+
+use crate::cuda_pin::CudaPin;
+use crate::pinner::{CountingPin, PinApi};
+use crate::settings::BackendChoice;
+
+pub struct Devices {
+    pub backends: Vec<Arc<dyn Backend>>,
+    /// Free device memory per backend at start (the CPU backend: unlimited).
+    pub free: Vec<u64>,
+    pub pin: Box<dyn PinApi>,
+    /// One line for logs: what was chosen and, for a fallback, why.
+    pub description: String,
+}
+
+fn cpu(why: Option<String>) -> Devices {
+    let threads = rayon::current_num_threads();
+    Devices {
+        backends: vec![Arc::new(CpuBackend::new())],
+        free: vec![u64::MAX / 4],
+        pin: Box::new(CountingPin::default()),
+        description: match why {
+            Some(w) => format!("cpu ({threads} threads; no CUDA: {w})"),
+            None => format!("cpu ({threads} threads)"),
+        },
+    }
+}
+
+fn cuda(staging: bool) -> Result<Devices, String> {
+    probe()?;
+    let count = cudarc::driver::CudaContext::device_count().map_err(|e| format!("cuDeviceGetCount: {e:?}"))? as usize;
+    let mut backends: Vec<Arc<dyn Backend>> = Vec::new();
+    let mut free = Vec::new();
+    let mut names = Vec::new();
+    let mut pin_ctx = None;
+    for i in 0..count {
+        let (b, dev): (Arc<dyn Backend>, &GpuDevice);
+        let (plain, piped);
+        if staging {
+            piped = Arc::new(PipelinedGpu::new(i).map_err(|e| e.to_string())?);
+            dev = piped.inner().device();
+            b = piped.clone();
+        } else {
+            plain = Arc::new(GpuBackend::new(i).map_err(|e| e.to_string())?);
+            dev = plain.device();
+            b = plain.clone();
+        }
+        let ctx = dev.ctx.clone();
+        let (f, total) = ctx.mem_get_info().map_err(|e| format!("cuMemGetInfo on GPU {i}: {e:?}"))?;
+        names.push(format!("{} ({} of {} MiB free{})", dev.name, f >> 20, total >> 20, if staging { ", staged, resident SRS" } else { "" }));
+        pin_ctx.get_or_insert(ctx);
+        free.push(f as u64);
+        backends.push(b);
+    }
+    let ctx = pin_ctx.ok_or("no CUDA GPU")?;
+    Ok(Devices { backends, free, pin: Box::new(CudaPin::new(ctx)), description: format!("cuda: {}", names.join(", ")) })
+}
+
+/// `staging`: on a GPU, `PipelinedGpu` (copy stream, resident SRS) rather than `GpuBackend`.
+pub fn open(choice: BackendChoice, staging: bool) -> Result<Devices, String> {
+    match choice {
+        BackendChoice::Cpu => Ok(cpu(None)),
+        BackendChoice::Cuda => cuda(staging),
+        BackendChoice::Auto => Ok(cuda(staging).unwrap_or_else(|why| cpu(Some(why)))),
+    }
+}

@@ -1,0 +1,532 @@
+//! The dispatcher: owns the job table, the queues and both budgets (VRAM per GPU, host memory).
+//!
+//! - Synthesis: a submitted job's partitions queue for synthesis; each starts when its host-memory
+//!   reservation fits (back-pressure to synthesis) and runs on the synthesis pool.
+//! - Dispatch: a synthesized partition waits in the ready queue, ordered by priority class, then
+//!   job age, then partition index. The head goes to a GPU whose uploader is idle once its device
+//!   reservation fits (a partition too large for the whole budget takes the chunked tier).
+//! - Reservations are released as stages end (host after upload, device after compute) or when a
+//!   cancelled partition is dropped; a job's result is assembled in partition order.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use actix::prelude::*;
+use bellperson::groth16::Proof;
+use blstrs::{Bls12, Scalar};
+use crossbeam_channel::Sender;
+use cuzk_engine::prover::{prepare, ProveOptions};
+use cuzk_engine::synth::Shape;
+use ff::Field;
+use serde::Serialize;
+
+use crate::budget::{Budget, ReservationId};
+use crate::job::{JobError, JobId, JobOutput, JobSpec, Priority, Randomness, SynthFn};
+use crate::tier::{choose, Dims, Tier};
+use crate::timeline::{Lane, Timeline};
+use crate::upload::{Upload, UploadActor};
+use crate::work::{PartKey, Ticket};
+
+type Order = (Reverse<Priority>, JobId, usize);
+
+struct InFlight {
+    host: Option<ReservationId>,
+    vram: Option<(usize, ReservationId)>,
+}
+
+struct JobState {
+    spec_srs: Arc<cuzk_srs::Srs>,
+    priority: Priority,
+    synths: Vec<Option<SynthFn>>,
+    rs: Vec<(Scalar, Scalar)>,
+    done: Vec<Option<(Proof<Bls12>, Vec<Scalar>)>>,
+    remaining: usize,
+    cancelled: Arc<AtomicBool>,
+    reply: Option<Sender<Result<JobOutput, JobError>>>,
+    submitted: Instant,
+    first_upload: Option<Instant>,
+    in_flight: HashMap<usize, InFlight>,
+    /// Synthesized partitions waiting for dispatch.
+    ready: HashMap<usize, (cuzk_engine::prover::Prepared, Instant)>,
+}
+
+pub struct DispatcherConfig {
+    pub vram_capacity: Vec<u64>,
+    pub host_capacity: u64,
+    pub srs_resident: bool,
+    pub synth_threads: usize,
+    pub workers_per_gpu: usize,
+}
+
+pub struct Dispatcher {
+    uploaders: Vec<Addr<UploadActor>>,
+    uploading: Vec<bool>,
+    /// Partitions dispatched to each GPU whose compute has not ended.
+    staged: Vec<usize>,
+    /// How many may be: one per worker, plus one being uploaded ahead. The rest wait here, in
+    /// order, so the next partition is chosen when a slot frees, not when it was synthesized.
+    depth: usize,
+    vram: Vec<Budget>,
+    host: Budget,
+    srs_resident: bool,
+    jobs: HashMap<JobId, JobState>,
+    next_job: JobId,
+    synth_queue: BTreeSet<Order>,
+    ready: BTreeSet<Order>,
+    synth_pool: Arc<rayon::ThreadPool>,
+    timeline: Timeline,
+    /// Order in which partitions were handed to uploaders (tests check priorities with it).
+    dispatch_log: Vec<PartKey>,
+    paused: bool,
+}
+
+impl Dispatcher {
+    pub fn new(cfg: DispatcherConfig, timeline: Timeline) -> Result<Self, String> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(cfg.synth_threads.max(1))
+            .thread_name(|i| format!("cuzk-synth-{i}"))
+            .build()
+            .map_err(|e| format!("synthesis pool: {e}"))?;
+        Ok(Dispatcher {
+            uploaders: Vec::new(),
+            uploading: vec![false; cfg.vram_capacity.len()],
+            staged: vec![0; cfg.vram_capacity.len()],
+            depth: cfg.workers_per_gpu + 1,
+            vram: cfg.vram_capacity.iter().enumerate().map(|(i, c)| Budget::new(format!("vram{i}"), *c)).collect(),
+            host: Budget::new("host", cfg.host_capacity),
+            srs_resident: cfg.srs_resident,
+            jobs: HashMap::new(),
+            next_job: 1,
+            synth_queue: BTreeSet::new(),
+            ready: BTreeSet::new(),
+            synth_pool: Arc::new(pool),
+            timeline,
+            dispatch_log: Vec::new(),
+            paused: false,
+        })
+    }
+
+    fn fail(&mut self, job: JobId, err: JobError) {
+        if let Some(st) = self.jobs.get_mut(&job) {
+            st.cancelled.store(true, Ordering::Release);
+            if let Some(reply) = st.reply.take() {
+                let _ = reply.send(Err(err));
+            }
+        }
+        self.purge_queued(job);
+    }
+
+    /// Drops a dead job's queued partitions and releases what they hold.
+    fn purge_queued(&mut self, job: JobId) {
+        self.synth_queue.retain(|o| o.1 != job);
+        let gone: Vec<Order> = self.ready.iter().filter(|o| o.1 == job).copied().collect();
+        for o in gone {
+            self.ready.remove(&o);
+            self.release_all(PartKey { job, partition: o.2 });
+        }
+        if let Some(st) = self.jobs.get_mut(&job) {
+            st.ready.clear();
+            st.synths.iter_mut().for_each(|s| *s = None);
+        }
+        self.forget_if_idle(job);
+    }
+
+    fn release_all(&mut self, key: PartKey) {
+        let Some(st) = self.jobs.get_mut(&key.job) else { return };
+        if let Some(f) = st.in_flight.remove(&key.partition) {
+            if let Some(h) = f.host {
+                self.host.release(h);
+            }
+            if let Some((gpu, v)) = f.vram {
+                self.vram[gpu].release(v);
+            }
+        }
+    }
+
+    fn forget_if_idle(&mut self, job: JobId) {
+        let idle = self.jobs.get(&job).is_some_and(|st| st.reply.is_none() && st.in_flight.is_empty());
+        if idle {
+            self.jobs.remove(&job);
+        }
+    }
+
+    fn pump(&mut self, ctx: &mut Context<Self>) {
+        self.start_synthesis(ctx);
+        if !self.paused {
+            self.dispatch();
+        }
+    }
+
+    fn start_synthesis(&mut self, ctx: &mut Context<Self>) {
+        while let Some(&order) = self.synth_queue.first() {
+            let (_, job, partition) = order;
+            let Some(st) = self.jobs.get_mut(&job) else {
+                self.synth_queue.remove(&order);
+                continue;
+            };
+            if st.synths[partition].is_none() {
+                self.synth_queue.remove(&order);
+                continue;
+            }
+            let dims = Dims::of(&st.spec_srs);
+            let Some(res) = self.host.try_reserve(dims.host()) else {
+                if self.host.live() == 0 {
+                    let what = format!("a partition needs {} host bytes; the host budget is {}", dims.host(), self.host.capacity());
+                    self.fail(job, JobError::Rejected { job, what });
+                    continue;
+                }
+                break; // back-pressure: wait for a release
+            };
+            self.synth_queue.remove(&order);
+            let Some(synth) = st.synths[partition].take() else {
+                self.host.release(res);
+                continue;
+            };
+            st.in_flight.insert(partition, InFlight { host: Some(res), vram: None });
+            let srs = st.spec_srs.clone();
+            let addr = ctx.address();
+            let timeline = self.timeline.clone();
+            let cancelled = st.cancelled.clone();
+            self.synth_pool.spawn(move || {
+                let key = PartKey { job, partition };
+                if cancelled.load(Ordering::Acquire) {
+                    addr.do_send(Dropped { key });
+                    return;
+                }
+                let start = Instant::now();
+                let hint = Shape { constraints: srs.domain_size(), inputs: srs.num_inputs(), aux: srs.l().len() };
+                let result = synth(hint).and_then(|asg| prepare(partition, asg, &srs, &ProveOptions::default()));
+                let end = Instant::now();
+                timeline.record(job, partition, "synth", Lane::default(), start, end, 0);
+                addr.do_send(Synthesized { key, result: result.map_err(|e| e.to_string()), at: end });
+            });
+        }
+    }
+
+    fn dispatch(&mut self) {
+        'gpus: for gpu in 0..self.uploaders.len() {
+            if self.uploading[gpu] || self.staged[gpu] >= self.depth {
+                continue;
+            }
+            // Strict order: only the head of the ready queue may go next.
+            let Some(&order) = self.ready.first() else { return };
+            let (_, job, partition) = order;
+            let Some(st) = self.jobs.get_mut(&job) else {
+                self.ready.remove(&order);
+                continue 'gpus;
+            };
+            let dims = Dims::of(&st.spec_srs);
+            let Some((tier, bytes)) = choose(&dims, self.vram[gpu].capacity(), self.srs_resident) else {
+                let what = format!("a partition needs more device memory than GPU {gpu}'s whole budget ({} bytes), even in the chunked tier", self.vram[gpu].capacity());
+                self.fail(job, JobError::Rejected { job, what });
+                return;
+            };
+            let Some(res) = self.vram[gpu].try_reserve(bytes) else { continue 'gpus };
+            self.ready.remove(&order);
+            let Some((mut prepared, since)) = st.ready.remove(&partition) else {
+                self.vram[gpu].release(res);
+                continue 'gpus;
+            };
+            if let Tier::Chunked { chunk } = tier {
+                prepared.msm_chunk = Some(chunk);
+            }
+            if let Some(f) = st.in_flight.get_mut(&partition) {
+                f.vram = Some((gpu, res));
+            }
+            let now = Instant::now();
+            st.first_upload.get_or_insert(now);
+            self.timeline.record(job, partition, "queue", Lane { gpu: Some(gpu), worker: None }, since, now, 0);
+            let (r, s) = st.rs[partition];
+            let ticket = Ticket { key: PartKey { job, partition }, srs: st.spec_srs.clone(), r, s, cancelled: st.cancelled.clone() };
+            self.uploading[gpu] = true;
+            self.staged[gpu] += 1;
+            self.dispatch_log.push(ticket.key);
+            self.uploaders[gpu].do_send(Upload { ticket, prepared, bytes });
+        }
+    }
+}
+
+impl Actor for Dispatcher {
+    type Context = Context<Self>;
+}
+
+/// Wires the uploaders in (they need the dispatcher's address, so they start after it).
+pub struct SetUploaders(pub Vec<Addr<UploadActor>>);
+impl Message for SetUploaders {
+    type Result = ();
+}
+impl Handler<SetUploaders> for Dispatcher {
+    type Result = ();
+    fn handle(&mut self, msg: SetUploaders, ctx: &mut Context<Self>) {
+        self.uploaders = msg.0;
+        self.pump(ctx);
+    }
+}
+
+pub struct Submit {
+    pub spec: JobSpec,
+    pub reply: Sender<Result<JobOutput, JobError>>,
+    pub id: Sender<JobId>,
+}
+impl Message for Submit {
+    type Result = ();
+}
+impl Handler<Submit> for Dispatcher {
+    type Result = ();
+    fn handle(&mut self, msg: Submit, ctx: &mut Context<Self>) {
+        let id = self.next_job;
+        self.next_job += 1;
+        let _ = msg.id.send(id);
+        let JobSpec { srs, partitions, priority, randomness } = msg.spec;
+        let count = partitions.len();
+        let rs = match randomness {
+            Randomness::Fixed(v) if v.len() == count => v,
+            Randomness::Fixed(v) => {
+                let what = format!("{count} partitions but {} (r, s) pairs", v.len());
+                let _ = msg.reply.send(Err(JobError::Rejected { job: id, what }));
+                return;
+            }
+            Randomness::Random => {
+                let mut rng = rand::thread_rng();
+                (0..count).map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng))).collect()
+            }
+        };
+        if count == 0 {
+            let _ = msg.reply.send(Err(JobError::Rejected { job: id, what: "no partitions".into() }));
+            return;
+        }
+        for p in 0..count {
+            self.synth_queue.insert((Reverse(priority), id, p));
+        }
+        self.jobs.insert(
+            id,
+            JobState {
+                spec_srs: srs,
+                priority,
+                synths: partitions.into_iter().map(Some).collect(),
+                rs,
+                done: (0..count).map(|_| None).collect(),
+                remaining: count,
+                cancelled: Arc::new(AtomicBool::new(false)),
+                reply: Some(msg.reply),
+                submitted: Instant::now(),
+                first_upload: None,
+                in_flight: HashMap::new(),
+                ready: HashMap::new(),
+            },
+        );
+        self.pump(ctx);
+    }
+}
+
+pub struct Synthesized {
+    pub key: PartKey,
+    pub result: Result<cuzk_engine::prover::Prepared, String>,
+    pub at: Instant,
+}
+impl Message for Synthesized {
+    type Result = ();
+}
+impl Handler<Synthesized> for Dispatcher {
+    type Result = ();
+    fn handle(&mut self, msg: Synthesized, ctx: &mut Context<Self>) {
+        let PartKey { job, partition } = msg.key;
+        let alive = self.jobs.get(&job).is_some_and(|st| !st.cancelled.load(Ordering::Acquire));
+        match msg.result {
+            _ if !alive => self.release_all(msg.key),
+            Ok(prepared) => {
+                if let Some(st) = self.jobs.get_mut(&job) {
+                    st.ready.insert(partition, (prepared, msg.at));
+                    self.ready.insert((Reverse(st.priority), job, partition));
+                }
+            }
+            Err(what) => {
+                self.release_all(msg.key);
+                self.fail(job, JobError::Failed { job, partition, what });
+            }
+        }
+        self.forget_if_idle(job);
+        self.pump(ctx);
+    }
+}
+
+pub struct UploadDone {
+    pub gpu: usize,
+    pub key: PartKey,
+}
+impl Message for UploadDone {
+    type Result = ();
+}
+impl Handler<UploadDone> for Dispatcher {
+    type Result = ();
+    fn handle(&mut self, msg: UploadDone, ctx: &mut Context<Self>) {
+        self.uploading[msg.gpu] = false;
+        if let Some(f) = self.jobs.get_mut(&msg.key.job).and_then(|st| st.in_flight.get_mut(&msg.key.partition)) {
+            if let Some(h) = f.host.take() {
+                self.host.release(h);
+            }
+        }
+        self.pump(ctx);
+    }
+}
+
+pub struct ComputeDone {
+    pub gpu: usize,
+    pub key: PartKey,
+}
+impl Message for ComputeDone {
+    type Result = ();
+}
+impl Handler<ComputeDone> for Dispatcher {
+    type Result = ();
+    fn handle(&mut self, msg: ComputeDone, ctx: &mut Context<Self>) {
+        self.staged[msg.gpu] = self.staged[msg.gpu].saturating_sub(1);
+        if let Some(f) = self.jobs.get_mut(&msg.key.job).and_then(|st| st.in_flight.get_mut(&msg.key.partition)) {
+            if let Some((gpu, v)) = f.vram.take() {
+                self.vram[gpu].release(v);
+            }
+        }
+        self.pump(ctx);
+    }
+}
+
+/// A cancelled partition was dropped at some stage: release whatever it still holds.
+pub struct Dropped {
+    pub key: PartKey,
+}
+impl Message for Dropped {
+    type Result = ();
+}
+impl Handler<Dropped> for Dispatcher {
+    type Result = ();
+    fn handle(&mut self, msg: Dropped, ctx: &mut Context<Self>) {
+        self.release_all(msg.key);
+        self.forget_if_idle(msg.key.job);
+        self.pump(ctx);
+    }
+}
+
+pub struct PartitionDone {
+    pub key: PartKey,
+    pub result: Result<(Proof<Bls12>, Vec<Scalar>), String>,
+}
+impl Message for PartitionDone {
+    type Result = ();
+}
+impl Handler<PartitionDone> for Dispatcher {
+    type Result = ();
+    fn handle(&mut self, msg: PartitionDone, ctx: &mut Context<Self>) {
+        let PartKey { job, partition } = msg.key;
+        self.release_all(msg.key);
+        match msg.result {
+            Err(what) => self.fail(job, JobError::Failed { job, partition, what }),
+            Ok(done) => {
+                if let Some(st) = self.jobs.get_mut(&job) {
+                    st.done[partition] = Some(done);
+                    st.remaining -= 1;
+                    if st.remaining == 0 {
+                        let now = Instant::now();
+                        let (proofs, public_inputs): (Vec<_>, Vec<_>) = st.done.drain(..).flatten().unzip();
+                        let first = st.first_upload.unwrap_or(now);
+                        let out = JobOutput {
+                            id: job,
+                            proofs,
+                            public_inputs,
+                            queue: first - st.submitted,
+                            prove: now - first,
+                            wall: now - st.submitted,
+                        };
+                        if let Some(reply) = st.reply.take() {
+                            let _ = reply.send(Ok(out));
+                        }
+                    }
+                }
+            }
+        }
+        self.forget_if_idle(job);
+        self.pump(ctx);
+    }
+}
+
+pub struct Cancel {
+    pub job: JobId,
+    pub reply: Sender<bool>,
+}
+impl Message for Cancel {
+    type Result = ();
+}
+impl Handler<Cancel> for Dispatcher {
+    type Result = ();
+    fn handle(&mut self, msg: Cancel, ctx: &mut Context<Self>) {
+        let live = self.jobs.get(&msg.job).is_some_and(|st| st.reply.is_some());
+        if live {
+            self.fail(msg.job, JobError::Cancelled(msg.job));
+        }
+        let _ = msg.reply.send(live);
+        self.pump(ctx);
+    }
+}
+
+/// Pauses or resumes dispatch to the GPUs (synthesis goes on within the host budget; in-flight
+/// work finishes).
+pub struct SetPaused(pub bool);
+impl Message for SetPaused {
+    type Result = ();
+}
+impl Handler<SetPaused> for Dispatcher {
+    type Result = ();
+    fn handle(&mut self, msg: SetPaused, ctx: &mut Context<Self>) {
+        self.paused = msg.0;
+        self.pump(ctx);
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BudgetStatus {
+    pub name: String,
+    pub capacity: u64,
+    pub reserved: u64,
+    pub high_water: u64,
+    pub reservations: usize,
+}
+
+impl From<&Budget> for BudgetStatus {
+    fn from(b: &Budget) -> Self {
+        BudgetStatus { name: b.name().into(), capacity: b.capacity(), reserved: b.reserved(), high_water: b.high_water(), reservations: b.live() }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    pub jobs: usize,
+    pub queued_synthesis: usize,
+    pub queued_dispatch: usize,
+    pub in_flight: usize,
+    pub paused: bool,
+    pub vram: Vec<BudgetStatus>,
+    pub host: BudgetStatus,
+    pub dispatch_order: Vec<(JobId, usize)>,
+}
+
+pub struct GetStatus(pub Sender<Status>);
+impl Message for GetStatus {
+    type Result = ();
+}
+impl Handler<GetStatus> for Dispatcher {
+    type Result = ();
+    fn handle(&mut self, msg: GetStatus, _: &mut Context<Self>) {
+        let _ = msg.0.send(Status {
+            jobs: self.jobs.len(),
+            queued_synthesis: self.synth_queue.len(),
+            queued_dispatch: self.ready.len(),
+            in_flight: self.jobs.values().map(|j| j.in_flight.len()).sum(),
+            paused: self.paused,
+            vram: self.vram.iter().map(BudgetStatus::from).collect(),
+            host: (&self.host).into(),
+            dispatch_order: self.dispatch_log.iter().map(|k| (k.job, k.partition)).collect(),
+        });
+    }
+}

@@ -1,0 +1,234 @@
+//! The engine service: starts the actors on an actix system in a thread of its own and gives the
+//! embedding process a plain, thread-safe handle (submit, await/poll/cancel, status, SRS preload
+//! and evict, pause, shutdown).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use cuzk_engine::Backend;
+use cuzk_srs::{OpenOptions, Srs};
+
+use crate::collector::MsmCollector;
+use crate::compute::ComputeActor;
+use crate::dispatcher::{Cancel, Dispatcher, DispatcherConfig, GetStatus, SetPaused, SetUploaders, Status, Submit};
+use crate::job::{JobHandle, JobId, JobSpec};
+use crate::pinner::{HostPinner, PinApi};
+use crate::srs_loader::{Evict, EvictIdle, Load, SrsLoader};
+use crate::timeline::Timeline;
+use crate::turns::Turns;
+use crate::upload::UploadActor;
+
+/// How the pipeline is shaped.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Compute workers per GPU (each its own thread; they share the GPU's kernel mutex).
+    pub gpu_workers_per_device: usize,
+    /// Device-memory budget per GPU in bytes (free memory after a pool trim, minus the reserve).
+    pub vram_budget: Vec<u64>,
+    /// Host bytes that synthesized partitions may hold before synthesis waits.
+    pub host_budget: u64,
+    /// Keep each SRS resident on the device (partitions then reserve only their own buffers).
+    pub srs_resident: bool,
+    pub synth_threads: usize,
+    /// Pinning granularity: large ranges are registered in chunks of this many bytes.
+    pub pin_chunk: usize,
+    pub self_verify: bool,
+    pub srs_open: OpenOptions,
+    /// SRS handles idle this long (and held by no job) are evicted.
+    pub srs_idle_evict: Duration,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            gpu_workers_per_device: 1,
+            vram_budget: vec![u64::MAX / 4],
+            host_budget: u64::MAX / 4,
+            srs_resident: false,
+            synth_threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2),
+            pin_chunk: 256 << 20,
+            self_verify: true,
+            srs_open: OpenOptions::default(),
+            srs_idle_evict: Duration::from_secs(600),
+        }
+    }
+}
+
+pub struct Engine {
+    dispatcher: Addr<Dispatcher>,
+    pinner: Addr<HostPinner>,
+    loader: Addr<SrsLoader>,
+    system: actix_rt::System,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    timeline: Timeline,
+}
+
+struct Started {
+    dispatcher: Addr<Dispatcher>,
+    pinner: Addr<HostPinner>,
+    loader: Addr<SrsLoader>,
+    system: actix_rt::System,
+}
+
+impl Engine {
+    /// Starts the pipeline over `backends` (one per GPU; a CPU backend counts as one device).
+    pub fn start(cfg: EngineConfig, backends: Vec<Arc<dyn Backend>>, pin_api: Box<dyn PinApi>) -> Result<Engine, String> {
+        if backends.is_empty() || backends.len() != cfg.vram_budget.len() {
+            return Err(format!("{} backends but {} VRAM budgets", backends.len(), cfg.vram_budget.len()));
+        }
+        let timeline = Timeline::default();
+        let (tx, rx) = crossbeam_channel::bounded::<Result<Started, String>>(1);
+        let tl = timeline.clone();
+        let pin_api = Arc::new(Mutex::new(Some(pin_api)));
+        let thread = std::thread::Builder::new()
+            .name("cuzk-actors".into())
+            .spawn(move || {
+                let sys = actix_rt::System::new();
+                let started = sys.block_on(async move {
+                    let dcfg = DispatcherConfig {
+                        vram_capacity: cfg.vram_budget.clone(),
+                        host_capacity: cfg.host_budget,
+                        srs_resident: cfg.srs_resident,
+                        synth_threads: cfg.synth_threads,
+                        workers_per_gpu: cfg.gpu_workers_per_device.max(1),
+                    };
+                    let dispatcher = Dispatcher::new(dcfg, tl.clone())?.start();
+                    let chunk = cfg.pin_chunk;
+                    let api = pin_api.lock().ok().and_then(|mut g| g.take()).ok_or("pin api taken")?;
+                    let api = Arc::new(Mutex::new(Some(api)));
+                    let pinner = SyncArbiter::start(1, move || {
+                        let a = api.lock().ok().and_then(|mut g| g.take());
+                        HostPinner::new(a.unwrap_or_else(|| Box::new(crate::pinner::CountingPin::default())), chunk)
+                    });
+                    let opts = cfg.srs_open.clone();
+                    let loader = SyncArbiter::start(1, move || SrsLoader::new(opts.clone()));
+                    let mut uploaders = Vec::new();
+                    for (gpu, backend) in backends.into_iter().enumerate() {
+                        let (b, d, t) = (backend.clone(), dispatcher.clone(), tl.clone());
+                        let verify = cfg.self_verify;
+                        let collector = SyncArbiter::start(1, move || MsmCollector {
+                            gpu,
+                            backend: b.clone(),
+                            self_verify: verify,
+                            dispatcher: d.clone(),
+                            timeline: t.clone(),
+                        });
+                        let turns = Arc::new(Turns::default());
+                        let next_worker = Arc::new(AtomicUsize::new(0));
+                        let (b, d, t) = (backend.clone(), dispatcher.clone(), tl.clone());
+                        let compute = SyncArbiter::start(cfg.gpu_workers_per_device.max(1), move || ComputeActor {
+                            gpu,
+                            worker: next_worker.fetch_add(1, Ordering::Relaxed),
+                            backend: b.clone(),
+                            turns: turns.clone(),
+                            collector: collector.clone(),
+                            dispatcher: d.clone(),
+                            timeline: t.clone(),
+                        });
+                        let (b, d, t, p) = (backend.clone(), dispatcher.clone(), tl.clone(), pinner.clone());
+                        uploaders.push(SyncArbiter::start(1, move || UploadActor {
+                            gpu,
+                            backend: b.clone(),
+                            pinner: p.clone(),
+                            compute: compute.clone(),
+                            dispatcher: d.clone(),
+                            timeline: t.clone(),
+                            next_seq: 0,
+                        }));
+                    }
+                    dispatcher.do_send(SetUploaders(uploaders));
+                    let l = loader.clone();
+                    let idle = cfg.srs_idle_evict;
+                    actix_rt::spawn(async move {
+                        loop {
+                            actix_rt::time::sleep(idle.max(Duration::from_secs(1)) / 2).await;
+                            l.do_send(EvictIdle { idle, reply: None });
+                        }
+                    });
+                    Ok::<_, String>(Started { dispatcher, pinner, loader, system: actix_rt::System::current() })
+                });
+                let ok = started.is_ok();
+                let _ = tx.send(started);
+                if ok {
+                    let _ = sys.run();
+                }
+            })
+            .map_err(|e| format!("starting the actor thread: {e}"))?;
+        let s = rx.recv().map_err(|_| "the actor system failed to start".to_string())??;
+        Ok(Engine { dispatcher: s.dispatcher, pinner: s.pinner, loader: s.loader, system: s.system, thread: Mutex::new(Some(thread)), timeline })
+    }
+
+    pub fn submit(&self, spec: JobSpec) -> Result<JobHandle, String> {
+        let (reply, rx) = crossbeam_channel::bounded(1);
+        let (id_tx, id_rx) = crossbeam_channel::bounded(1);
+        let submitted = Instant::now();
+        self.dispatcher.try_send(Submit { spec, reply, id: id_tx }).map_err(|e| format!("engine not accepting jobs: {e}"))?;
+        let id = id_rx.recv().map_err(|_| "engine stopped".to_string())?;
+        Ok(JobHandle { id, rx, submitted })
+    }
+
+    /// Cancels a job; `false` if it had already ended or is unknown.
+    pub fn cancel(&self, job: JobId) -> bool {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.dispatcher.do_send(Cancel { job, reply: tx });
+        rx.recv().unwrap_or(false)
+    }
+
+    pub fn status(&self) -> Result<Status, String> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.dispatcher.do_send(GetStatus(tx));
+        rx.recv().map_err(|_| "engine stopped".to_string())
+    }
+
+    pub fn set_paused(&self, paused: bool) {
+        self.dispatcher.do_send(SetPaused(paused));
+    }
+
+    /// Registered pinned bytes and registrations.
+    pub fn pinned(&self) -> Result<(usize, usize), String> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.pinner.do_send(crate::pinner::PinnedNow(tx));
+        rx.recv().map_err(|_| "engine stopped".to_string())
+    }
+
+    /// Opens (once; then shared) the parameter file at `path`.
+    pub fn load_srs(&self, path: &Path) -> Result<Arc<Srs>, String> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.loader.do_send(Load { path: path.into(), reply: tx });
+        rx.recv().map_err(|_| "engine stopped".to_string())?
+    }
+
+    pub fn evict_srs(&self, path: &Path) -> Result<(), String> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.loader.do_send(Evict { path: path.into(), reply: tx });
+        rx.recv().map_err(|_| "engine stopped".to_string())?
+    }
+
+    pub fn evict_idle_srs(&self, idle: Duration) -> Vec<PathBuf> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.loader.do_send(EvictIdle { idle, reply: Some(tx) });
+        rx.recv().unwrap_or_default()
+    }
+
+    pub fn timeline(&self) -> &Timeline {
+        &self.timeline
+    }
+
+    /// Stops the actors; jobs still running end with `EngineStopped`.
+    pub fn shutdown(&self) {
+        self.system.stop();
+        if let Some(t) = self.thread.lock().ok().and_then(|mut g| g.take()) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

@@ -1,0 +1,131 @@
+//! Jobs: what a caller submits (partition circuits sharing one SRS, a priority, randomness) and
+//! the handle through which it awaits, polls or cancels the result.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bellperson::groth16::Proof;
+use bellperson::Circuit;
+use blstrs::{Bls12, Scalar};
+use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
+use cuzk_engine::synth::{synthesize, Shape};
+use cuzk_engine::{Assignment, EngineError};
+use cuzk_srs::Srs;
+use serde::Serialize;
+
+pub type JobId = u64;
+
+/// Scheduling class: a higher class always goes first; within a class, the oldest job's lowest
+/// partition goes first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Priority {
+    Low,
+    Normal,
+    High,
+}
+
+/// One partition's synthesis, boxed so that jobs of any circuit type share one queue.
+pub type SynthFn = Box<dyn FnOnce(Shape) -> Result<Assignment, EngineError> + Send>;
+
+pub enum Randomness {
+    /// `r, s` drawn per partition from the engine's RNG.
+    Random,
+    /// Caller-chosen `(r, s)` per partition.
+    Fixed(Vec<(Scalar, Scalar)>),
+}
+
+pub struct JobSpec {
+    pub srs: Arc<Srs>,
+    pub partitions: Vec<SynthFn>,
+    pub priority: Priority,
+    pub randomness: Randomness,
+}
+
+impl JobSpec {
+    /// A job proving `circuits` (the partitions of one proof) against `srs`.
+    pub fn new<C: Circuit<Scalar> + Send + 'static>(srs: Arc<Srs>, circuits: Vec<C>) -> Self {
+        let partitions = circuits
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| -> SynthFn { Box::new(move |hint| synthesize(c, hint).map_err(|source| EngineError::Synthesis { circuit: i, source })) })
+            .collect();
+        JobSpec { srs, partitions, priority: Priority::Normal, randomness: Randomness::Random }
+    }
+    pub fn priority(mut self, p: Priority) -> Self {
+        self.priority = p;
+        self
+    }
+    pub fn randomness(mut self, r: Randomness) -> Self {
+        self.randomness = r;
+        self
+    }
+}
+
+/// A finished job: proofs in partition order.
+#[derive(Debug, Clone)]
+pub struct JobOutput {
+    pub id: JobId,
+    pub proofs: Vec<Proof<Bls12>>,
+    pub public_inputs: Vec<Vec<Scalar>>,
+    /// Submission to the first partition's upload.
+    pub queue: Duration,
+    /// First upload to the last partition's result.
+    pub prove: Duration,
+    /// Submission to result.
+    pub wall: Duration,
+}
+
+impl JobOutput {
+    /// 192 bytes per partition, concatenated in order.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(192 * self.proofs.len());
+        for p in &self.proofs {
+            let _ = p.write(&mut out);
+        }
+        out
+    }
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum JobError {
+    #[error("job {0} was cancelled")]
+    Cancelled(JobId),
+    #[error("job {job} partition {partition}: {what}")]
+    Failed { job: JobId, partition: usize, what: String },
+    #[error("job {job}: {what}")]
+    Rejected { job: JobId, what: String },
+    #[error("the engine stopped before job {0} finished")]
+    EngineStopped(JobId),
+}
+
+pub struct JobHandle {
+    pub id: JobId,
+    pub(crate) rx: Receiver<Result<JobOutput, JobError>>,
+    pub(crate) submitted: Instant,
+}
+
+impl JobHandle {
+    /// Blocks until the job ends.
+    pub fn wait(&self) -> Result<JobOutput, JobError> {
+        self.rx.recv().unwrap_or(Err(JobError::EngineStopped(self.id)))
+    }
+    /// Waits at most `d`; `None` if the job is still running.
+    pub fn wait_timeout(&self, d: Duration) -> Option<Result<JobOutput, JobError>> {
+        match self.rx.recv_timeout(d) {
+            Ok(r) => Some(r),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => Some(Err(JobError::EngineStopped(self.id))),
+        }
+    }
+    /// The result if the job has ended.
+    pub fn poll(&self) -> Option<Result<JobOutput, JobError>> {
+        match self.rx.try_recv() {
+            Ok(r) => Some(r),
+            Err(TryRecvError::Empty) => None,
+            Err(TryRecvError::Disconnected) => Some(Err(JobError::EngineStopped(self.id))),
+        }
+    }
+    pub fn submitted(&self) -> Instant {
+        self.submitted
+    }
+}

@@ -1,0 +1,153 @@
+//! Settings: `config/cuzk.toml` (every key documented there with its default) plus `CUZK_*`
+//! environment overrides, turned into an [`EngineConfig`].
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use cuzk_srs::{CacheMode, OpenOptions};
+use serde::Deserialize;
+
+use crate::engine::EngineConfig;
+
+/// The defaults, compiled in: the same file a deployment copies.
+pub const DEFAULT_TOML: &str = include_str!("../../config/cuzk.toml");
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    pub engine: EngineSection,
+    pub srs: SrsSection,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendChoice {
+    Auto,
+    Cpu,
+    Cuda,
+}
+
+impl std::str::FromStr for BackendChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(BackendChoice::Auto),
+            "cpu" => Ok(BackendChoice::Cpu),
+            "cuda" => Ok(BackendChoice::Cuda),
+            other => Err(format!("unknown backend `{other}`; choose auto, cpu or cuda")),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Residency {
+    Auto,
+    Host,
+    Device,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct EngineSection {
+    pub backend: BackendChoice,
+    pub gpu_staging: bool,
+    pub gpu_workers_per_device: usize,
+    pub vram_reserve_mib: u64,
+    pub vram_budget_mib: u64,
+    pub host_budget_mib: u64,
+    pub synth_threads: usize,
+    pub pin_chunk_mib: u64,
+    pub srs_residency: Residency,
+    pub self_verify: bool,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SrsSection {
+    pub cache_dir: String,
+    pub subgroup_check: bool,
+    pub idle_evict_s: u64,
+}
+
+impl Settings {
+    /// The defaults, then `file` (if given), then the environment.
+    pub fn load(file: Option<&Path>) -> Result<Settings, String> {
+        Self::load_with_env(file, std::env::vars())
+    }
+
+    /// As [`load`](Self::load), with the environment given explicitly (tests).
+    pub fn load_with_env(file: Option<&Path>, env: impl IntoIterator<Item = (String, String)>) -> Result<Settings, String> {
+        let mut b = config::Config::builder().add_source(config::File::from_str(DEFAULT_TOML, config::FileFormat::Toml));
+        if let Some(f) = file {
+            if !f.exists() {
+                return Err(format!("config file {} does not exist", f.display()));
+            }
+            b = b.add_source(config::File::from(f).format(config::FileFormat::Toml));
+        }
+        let env: config::Map<String, String> = env.into_iter().filter(|(k, _)| k.starts_with("CUZK_") && k.contains("__")).collect();
+        b = b.add_source(config::Environment::with_prefix("CUZK").prefix_separator("_").separator("__").try_parsing(true).source(Some(env)));
+        let cfg = b.build().map_err(|e| format!("config: {e}"))?;
+        let s: Settings = cfg.try_deserialize().map_err(|e| format!("config{}: {e}", file.map(|f| format!(" {}", f.display())).unwrap_or_default()))?;
+        if s.engine.gpu_workers_per_device == 0 {
+            return Err("config: engine.gpu_workers_per_device must be at least 1".into());
+        }
+        Ok(s)
+    }
+
+    /// The engine configuration for `devices` GPUs whose budgets are `vram_free` bytes each
+    /// (free memory at start; ignored where `vram_budget_mib` is set).
+    pub fn engine_config(&self, vram_free: &[u64]) -> EngineConfig {
+        let e = &self.engine;
+        let mib = |m: u64| m.saturating_mul(1 << 20);
+        let vram_budget = vram_free
+            .iter()
+            .map(|free| if e.vram_budget_mib > 0 { mib(e.vram_budget_mib) } else { free.saturating_sub(mib(e.vram_reserve_mib)) })
+            .collect();
+        EngineConfig {
+            gpu_workers_per_device: e.gpu_workers_per_device,
+            vram_budget,
+            host_budget: if e.host_budget_mib == 0 { u64::MAX / 4 } else { mib(e.host_budget_mib) },
+            srs_resident: e.srs_residency == Residency::Device,
+            synth_threads: if e.synth_threads == 0 { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2) } else { e.synth_threads },
+            pin_chunk: mib(e.pin_chunk_mib.max(1)) as usize,
+            self_verify: e.self_verify,
+            srs_open: OpenOptions {
+                subgroup_check: self.srs.subgroup_check,
+                cache: if self.srs.cache_dir.is_empty() { CacheMode::Beside } else { CacheMode::Dir(PathBuf::from(&self.srs.cache_dir)) },
+            },
+            srs_idle_evict: Duration::from_secs(self.srs.idle_evict_s),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_file_and_environment_layer() {
+        let d = Settings::load_with_env(None, []).unwrap();
+        assert_eq!(d.engine.backend, BackendChoice::Auto);
+        assert_eq!((d.engine.gpu_workers_per_device, d.engine.vram_reserve_mib, d.srs.idle_evict_s), (1, 512, 600));
+        let cfg = d.engine_config(&[8 << 30]);
+        assert_eq!(cfg.vram_budget, vec![(8 << 30) - (512 << 20)]);
+
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("c.toml");
+        std::fs::write(&f, "[engine]\ngpu_workers_per_device = 2\nbackend = \"cpu\"\n").unwrap();
+        let env = [("CUZK_ENGINE__VRAM_BUDGET_MIB".to_string(), "1024".to_string()), ("CUZK_SRS__CACHE_DIR".to_string(), "/c".to_string())];
+        let s = Settings::load_with_env(Some(&f), env).unwrap();
+        assert_eq!((s.engine.gpu_workers_per_device, s.engine.backend), (2, BackendChoice::Cpu));
+        let cfg = s.engine_config(&[8 << 30, 4 << 30]);
+        assert_eq!(cfg.vram_budget, vec![1 << 30, 1 << 30]);
+        assert_eq!(cfg.srs_open.cache, CacheMode::Dir("/c".into()));
+
+        std::fs::write(&f, "[engine]\ngpu_workerz = 2\n").unwrap();
+        let err = Settings::load_with_env(Some(&f), []).unwrap_err();
+        assert!(err.contains("gpu_workerz"), "{err}");
+        std::fs::write(&f, "[engine]\ngpu_workers_per_device = 0\n").unwrap();
+        assert!(Settings::load_with_env(Some(&f), []).unwrap_err().contains("at least 1"));
+        assert!(Settings::load_with_env(Some(&dir.path().join("none.toml")), []).unwrap_err().contains("does not exist"));
+    }
+}

@@ -1,0 +1,111 @@
+//! SrsLoader: owns the parameter files. Each is opened once (through cuzk-srs and its decode
+//! cache) and handed out as a shared handle; evicting a handle a job still holds is refused;
+//! handles idle longer than the configured time are evicted (least recently used first).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use crossbeam_channel::Sender;
+use cuzk_srs::{OpenOptions, Srs};
+
+pub struct SrsLoader {
+    opts: OpenOptions,
+    loaded: HashMap<PathBuf, (Arc<Srs>, Instant)>,
+}
+
+impl SrsLoader {
+    pub fn new(opts: OpenOptions) -> Self {
+        SrsLoader { opts, loaded: HashMap::new() }
+    }
+}
+
+impl Actor for SrsLoader {
+    type Context = SyncContext<Self>;
+}
+
+/// Opens (once) and returns the parameters at `path`.
+pub struct Load {
+    pub path: PathBuf,
+    pub reply: Sender<Result<Arc<Srs>, String>>,
+}
+impl Message for Load {
+    type Result = ();
+}
+impl Handler<Load> for SrsLoader {
+    type Result = ();
+    fn handle(&mut self, msg: Load, _: &mut SyncContext<Self>) {
+        let now = Instant::now();
+        let result = match self.loaded.get_mut(&msg.path) {
+            Some((srs, used)) => {
+                *used = now;
+                Ok(srs.clone())
+            }
+            None => match Srs::open(&msg.path, &self.opts) {
+                Ok(srs) => {
+                    let srs = Arc::new(srs);
+                    self.loaded.insert(msg.path.clone(), (srs.clone(), now));
+                    Ok(srs)
+                }
+                Err(e) => Err(e.to_string()),
+            },
+        };
+        let _ = msg.reply.send(result);
+    }
+}
+
+/// Drops the loader's handle to `path`; refused while anyone else holds it.
+pub struct Evict {
+    pub path: PathBuf,
+    pub reply: Sender<Result<(), String>>,
+}
+impl Message for Evict {
+    type Result = ();
+}
+impl Handler<Evict> for SrsLoader {
+    type Result = ();
+    fn handle(&mut self, msg: Evict, _: &mut SyncContext<Self>) {
+        let result = match self.loaded.get(&msg.path) {
+            None => Err(format!("{} is not loaded", msg.path.display())),
+            Some((srs, _)) if Arc::strong_count(srs) > 1 => {
+                Err(format!("{} is in use by {} holder(s); evict refused", msg.path.display(), Arc::strong_count(srs) - 1))
+            }
+            Some(_) => {
+                self.loaded.remove(&msg.path);
+                Ok(())
+            }
+        };
+        let _ = msg.reply.send(result);
+    }
+}
+
+/// Evicts every handle idle for longer than the given time and held by nobody; replies with the
+/// evicted paths, least recently used first.
+pub struct EvictIdle {
+    pub idle: Duration,
+    pub reply: Option<Sender<Vec<PathBuf>>>,
+}
+impl Message for EvictIdle {
+    type Result = ();
+}
+impl Handler<EvictIdle> for SrsLoader {
+    type Result = ();
+    fn handle(&mut self, msg: EvictIdle, _: &mut SyncContext<Self>) {
+        let now = Instant::now();
+        let mut idle: Vec<(Instant, PathBuf)> = self
+            .loaded
+            .iter()
+            .filter(|(_, (srs, used))| Arc::strong_count(srs) == 1 && now - *used >= msg.idle)
+            .map(|(p, (_, used))| (*used, p.clone()))
+            .collect();
+        idle.sort();
+        for (_, p) in &idle {
+            self.loaded.remove(p);
+        }
+        if let Some(r) = msg.reply {
+            let _ = r.send(idle.into_iter().map(|(_, p)| p).collect());
+        }
+    }
+}

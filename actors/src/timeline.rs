@@ -1,0 +1,251 @@
+//! The timeline: a span for every stage of every partition, exported as JSON and drawn as a
+//! self-contained SVG waterfall; stage totals under the pipeline's names.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Span {
+    pub job: u64,
+    pub partition: usize,
+    pub stage: &'static str,
+    pub gpu: Option<usize>,
+    pub worker: Option<usize>,
+    /// Microseconds since the timeline's origin.
+    pub start_us: u64,
+    pub end_us: u64,
+    pub bytes: u64,
+}
+
+/// Shared, append-only span log (cheap to clone).
+#[derive(Clone)]
+pub struct Timeline {
+    origin: Instant,
+    spans: Arc<Mutex<Vec<Span>>>,
+}
+
+impl Default for Timeline {
+    fn default() -> Self {
+        Timeline { origin: Instant::now(), spans: Arc::default() }
+    }
+}
+
+/// Where a span ran.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Lane {
+    pub gpu: Option<usize>,
+    pub worker: Option<usize>,
+}
+
+impl Timeline {
+    pub fn us(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.origin).as_micros() as u64
+    }
+
+    pub fn record(&self, job: u64, partition: usize, stage: &'static str, lane: Lane, start: Instant, end: Instant, bytes: u64) {
+        let span = Span { job, partition, stage, gpu: lane.gpu, worker: lane.worker, start_us: self.us(start), end_us: self.us(end), bytes };
+        if let Ok(mut v) = self.spans.lock() {
+            v.push(span);
+        }
+    }
+
+    pub fn spans(&self) -> Vec<Span> {
+        self.spans.lock().map(|v| v.clone()).unwrap_or_default()
+    }
+
+    pub fn clear(&self) {
+        if let Ok(mut v) = self.spans.lock() {
+            v.clear();
+        }
+    }
+}
+
+/// Stage totals in milliseconds, under the familiar names.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct StageTotals {
+    pub synth_ms: f64,
+    pub queue_ms: f64,
+    pub pin_ms: f64,
+    pub upload_ms: f64,
+    pub mutex_wait_ms: f64,
+    pub ntt_msm_h_ms: f64,
+    pub batch_add_ms: f64,
+    pub tail_msm_ms: f64,
+    pub b_g2_msm_ms: f64,
+    pub gpu_total_ms: f64,
+    pub collect_ms: f64,
+    pub assemble_ms: f64,
+    pub verify_ms: f64,
+}
+
+impl StageTotals {
+    pub fn of(spans: &[Span]) -> StageTotals {
+        let mut t = StageTotals::default();
+        for s in spans {
+            let ms = (s.end_us - s.start_us) as f64 / 1e3;
+            let slot = match s.stage {
+                "synth" => &mut t.synth_ms,
+                "queue" => &mut t.queue_ms,
+                "pin" => &mut t.pin_ms,
+                "upload" => &mut t.upload_ms,
+                "mutex_wait" => &mut t.mutex_wait_ms,
+                "ntt_msm_h" => &mut t.ntt_msm_h_ms,
+                "batch_add" => &mut t.batch_add_ms,
+                "tail_msm" => &mut t.tail_msm_ms,
+                "b_g2_msm" => &mut t.b_g2_msm_ms,
+                "compute" => &mut t.gpu_total_ms,
+                "collect" => &mut t.collect_ms,
+                "assemble" => &mut t.assemble_ms,
+                "verify" => &mut t.verify_ms,
+                _ => continue,
+            };
+            *slot += ms;
+        }
+        t
+    }
+
+    pub fn line(&self) -> String {
+        format!(
+            "synth_ms={:.1} queue_ms={:.1} mutex_wait_ms={:.1} ntt_msm_h_ms={:.1} batch_add_ms={:.1} tail_msm_ms={:.1} gpu_total_ms={:.1} b_g2_msm_ms={:.1}",
+            self.synth_ms, self.queue_ms, self.mutex_wait_ms, self.ntt_msm_h_ms, self.batch_add_ms, self.tail_msm_ms, self.gpu_total_ms, self.b_g2_msm_ms
+        )
+    }
+}
+
+/// Fraction of `[from_us, to_us)` during which some `compute` span ran on `gpu`.
+pub fn busy_fraction(spans: &[Span], gpu: usize, from_us: u64, to_us: u64) -> f64 {
+    let mut iv: Vec<(u64, u64)> = spans
+        .iter()
+        .filter(|s| s.stage == "compute" && s.gpu == Some(gpu))
+        .map(|s| (s.start_us.max(from_us), s.end_us.min(to_us)))
+        .filter(|(a, b)| a < b)
+        .collect();
+    iv.sort();
+    let (mut busy, mut cur) = (0u64, None::<(u64, u64)>);
+    for (a, b) in iv {
+        match cur {
+            Some((ca, cb)) if a <= cb => cur = Some((ca, cb.max(b))),
+            Some((ca, cb)) => {
+                busy += cb - ca;
+                cur = Some((a, b));
+            }
+            None => cur = Some((a, b)),
+        }
+    }
+    if let Some((ca, cb)) = cur {
+        busy += cb - ca;
+    }
+    if to_us > from_us {
+        busy as f64 / (to_us - from_us) as f64
+    } else {
+        0.0
+    }
+}
+
+fn color(stage: &str) -> &'static str {
+    match stage {
+        "synth" => "#9e9e9e",
+        "queue" => "#e0e0e0",
+        "pin" => "#ffcc80",
+        "upload" => "#ff9800",
+        "mutex_wait" => "#ef9a9a",
+        "ntt_msm_h" => "#1e88e5",
+        "tail_msm" => "#3949ab",
+        "batch_add" => "#00acc1",
+        "b_g2_msm" => "#8e24aa",
+        "compute" => "#bbdefb",
+        "collect" => "#43a047",
+        "assemble" => "#7cb342",
+        "verify" => "#c0ca33",
+        _ => "#000000",
+    }
+}
+
+/// Which row of the waterfall a span goes on.
+fn row_of(s: &Span) -> String {
+    match (s.stage, s.gpu, s.worker) {
+        ("synth" | "queue", ..) => "host: synthesis".into(),
+        ("pin" | "upload", Some(g), _) => format!("gpu{g}: upload"),
+        ("collect" | "assemble" | "verify", Some(g), _) => format!("gpu{g}: collector"),
+        (_, Some(g), Some(w)) => format!("gpu{g}: worker {w}"),
+        (_, Some(g), None) => format!("gpu{g}"),
+        _ => "host".into(),
+    }
+}
+
+/// A self-contained SVG waterfall: one row per lane, one rectangle per span (nested compute
+/// stages drawn over their `compute` span), partitions labelled `job.partition`.
+pub fn svg(spans: &[Span], title: &str) -> String {
+    let mut rows: Vec<String> = spans.iter().filter(|s| s.stage != "queue").map(row_of).collect();
+    rows.sort();
+    rows.dedup();
+    let t0 = spans.iter().map(|s| s.start_us).min().unwrap_or(0);
+    let t1 = spans.iter().map(|s| s.end_us).max().unwrap_or(1).max(t0 + 1);
+    let (left, width, row_h, top) = (150.0, 1400.0, 26.0, 40.0);
+    let x = |us: u64| left + (us - t0) as f64 / (t1 - t0) as f64 * width;
+    let height = top + row_h * rows.len() as f64 + 70.0;
+    let mut out = format!(
+        "<svg xmlns='http://www.w3.org/2000/svg' width='{}' height='{height}' font-family='monospace' font-size='11'>\n<rect width='100%' height='100%' fill='white'/>\n<text x='10' y='20' font-size='14'>{}</text>\n",
+        left + width + 20.0,
+        escape(title)
+    );
+    for (i, r) in rows.iter().enumerate() {
+        let y = top + row_h * i as f64;
+        out += &format!("<text x='5' y='{}'>{}</text><line x1='{left}' x2='{}' y1='{}' y2='{}' stroke='#eee'/>\n", y + 16.0, escape(r), left + width, y + row_h, y + row_h);
+    }
+    let mut ordered: Vec<&Span> = spans.iter().filter(|s| s.stage != "queue").collect();
+    ordered.sort_by_key(|s| (s.stage != "compute", s.start_us));
+    for s in ordered {
+        let i = rows.iter().position(|r| *r == row_of(s)).unwrap_or(0);
+        let inner = s.stage != "compute" && s.worker.is_some();
+        let y = top + row_h * i as f64 + if inner { 6.0 } else { 2.0 };
+        let h = if inner { row_h - 10.0 } else { row_h - 4.0 };
+        let (x0, x1) = (x(s.start_us), x(s.end_us));
+        out += &format!(
+            "<rect x='{x0:.1}' y='{y:.1}' width='{:.1}' height='{h}' fill='{}' stroke='#555' stroke-width='0.3'><title>job {} partition {} {} {:.1} ms {} bytes</title></rect>\n",
+            (x1 - x0).max(0.5),
+            color(s.stage),
+            s.job,
+            s.partition,
+            s.stage,
+            (s.end_us - s.start_us) as f64 / 1e3,
+            s.bytes
+        );
+        if s.stage == "compute" && x1 - x0 > 30.0 {
+            out += &format!("<text x='{:.1}' y='{:.1}' fill='#000'>{}.{}</text>\n", x0 + 2.0, y + h - 3.0, s.job, s.partition);
+        }
+    }
+    let legend = ["synth", "pin", "upload", "mutex_wait", "ntt_msm_h", "tail_msm", "batch_add", "b_g2_msm", "compute", "collect", "assemble", "verify"];
+    let ly = top + row_h * rows.len() as f64 + 20.0;
+    for (i, st) in legend.iter().enumerate() {
+        let lx = left + i as f64 * 110.0;
+        out += &format!("<rect x='{lx}' y='{ly}' width='12' height='12' fill='{}'/><text x='{}' y='{}'>{st}</text>\n", color(st), lx + 16.0, ly + 10.0);
+    }
+    out += &format!("<text x='{left}' y='{}'>0 ms … {:.1} ms</text>\n</svg>\n", ly + 35.0, (t1 - t0) as f64 / 1e3);
+    out
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span(stage: &'static str, gpu: usize, a: u64, b: u64) -> Span {
+        Span { job: 1, partition: 0, stage, gpu: Some(gpu), worker: Some(0), start_us: a, end_us: b, bytes: 0 }
+    }
+
+    #[test]
+    fn busy_fraction_merges_overlapping_spans() {
+        let s = vec![span("compute", 0, 0, 50), span("compute", 0, 40, 60), span("compute", 0, 80, 100), span("upload", 0, 0, 100)];
+        assert!((busy_fraction(&s, 0, 0, 100) - 0.8).abs() < 1e-9);
+        assert!((busy_fraction(&s, 0, 50, 100) - 0.6).abs() < 1e-9);
+        assert_eq!(busy_fraction(&s, 1, 0, 100), 0.0);
+        let svg = svg(&s, "t");
+        assert!(svg.starts_with("<svg") && svg.contains("gpu0: worker 0") && svg.contains("gpu0: upload"));
+    }
+}

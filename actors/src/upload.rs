@@ -1,0 +1,104 @@
+//! UploadActor (one per GPU): owns the copy stream. Takes one partition at a time, in the order
+//! the dispatcher hands them out (nearest to compute first), pins its host buffers through the
+//! HostPinner for the upload, stages it on the backend (a GPU backend uploads here), unpins, and
+//! hands it to compute.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use actix::prelude::*;
+use cuzk_engine::backend::Staged;
+use cuzk_engine::prover::Prepared;
+use cuzk_engine::Backend;
+
+use crate::compute::{Compute, ComputeActor};
+use crate::dispatcher::{ComputeDone, Dispatcher, Dropped, PartitionDone, UploadDone};
+use crate::pinner::{pin_blocking, HostPinner};
+use crate::timeline::{Lane, Timeline};
+use crate::work::Ticket;
+
+pub struct UploadActor {
+    pub gpu: usize,
+    pub backend: Arc<dyn Backend>,
+    pub pinner: Addr<HostPinner>,
+    pub compute: Addr<ComputeActor>,
+    pub dispatcher: Addr<Dispatcher>,
+    pub timeline: Timeline,
+    /// Staging order of this GPU's partitions (the compute workers take the kernel lock in it).
+    pub next_seq: u64,
+}
+
+impl Actor for UploadActor {
+    type Context = SyncContext<Self>;
+}
+
+pub struct Upload {
+    pub ticket: Ticket,
+    pub prepared: Prepared,
+    pub bytes: u64,
+}
+
+impl Message for Upload {
+    type Result = ();
+}
+
+fn ranges(p: &Prepared) -> Vec<(usize, usize)> {
+    let r = |v: &Vec<blstrs::Scalar>| (v.as_ptr() as usize, std::mem::size_of_val(v.as_slice()));
+    vec![r(&p.a), r(&p.b), r(&p.c), r(&p.l.tail), r(&p.a_query.tail), r(&p.b_query.tail)]
+}
+
+impl Handler<Upload> for UploadActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Upload, _: &mut SyncContext<Self>) {
+        let Upload { ticket, prepared, bytes } = msg;
+        let key = ticket.key;
+        let lane = Lane { gpu: Some(self.gpu), worker: None };
+        if ticket.is_cancelled() {
+            self.dispatcher.do_send(UploadDone { gpu: self.gpu, key });
+            self.dispatcher.do_send(ComputeDone { gpu: self.gpu, key });
+            self.dispatcher.do_send(Dropped { key });
+            return;
+        }
+        let start = Instant::now();
+        let staged = if self.backend.stages_on_device() {
+            let lease = match pin_blocking(&self.pinner, ranges(&prepared)) {
+                Ok(l) => l,
+                Err(e) => {
+                    self.dispatcher.do_send(UploadDone { gpu: self.gpu, key });
+                    self.dispatcher.do_send(ComputeDone { gpu: self.gpu, key });
+                    self.dispatcher.do_send(PartitionDone { key, result: Err(format!("pinning host memory: {e}")) });
+                    return;
+                }
+            };
+            let pinned = Instant::now();
+            self.timeline.record(key.job, key.partition, "pin", lane, start, pinned, 0);
+            let staged = self.backend.stage(&prepared);
+            self.timeline.record(key.job, key.partition, "upload", lane, pinned, Instant::now(), bytes);
+            // Unpin before the host buffers can be freed: the driver must never hold pages that
+            // the allocator may hand out again.
+            drop(lease);
+            drop(prepared);
+            staged
+        } else {
+            // Nothing to copy: the partition stays on the host for a backend that computes there
+            // (or uploads inside compute).
+            let staged = Staged::on_host(prepared);
+            self.timeline.record(key.job, key.partition, "upload", lane, start, Instant::now(), 0);
+            Ok(staged)
+        };
+        self.dispatcher.do_send(UploadDone { gpu: self.gpu, key });
+        match staged {
+            Ok(staged) => {
+                let seq = self.next_seq;
+                self.next_seq += 1;
+                self.compute.do_send(Compute { ticket, staged, seq });
+            }
+            Err(e) => {
+                // It will never reach compute: free its slot there too.
+                self.dispatcher.do_send(ComputeDone { gpu: self.gpu, key });
+                self.dispatcher.do_send(PartitionDone { key, result: Err(e.to_string()) });
+            }
+        }
+    }
+}

@@ -1,0 +1,32 @@
+//! What travels between the actors with a partition.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use blstrs::Scalar;
+use cuzk_srs::Srs;
+
+use crate::job::JobId;
+
+/// A partition's identity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PartKey {
+    pub job: JobId,
+    pub partition: usize,
+}
+
+/// What every stage carries along: the SRS, the randomness, the job's cancel flag.
+#[derive(Clone)]
+pub struct Ticket {
+    pub key: PartKey,
+    pub srs: Arc<Srs>,
+    pub r: Scalar,
+    pub s: Scalar,
+    pub cancelled: Arc<AtomicBool>,
+}
+
+impl Ticket {
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Acquire)
+    }
+}

@@ -1,0 +1,285 @@
+//! The actor pipeline over the CPU backend: proofs byte-identical to direct proving, overlap of
+//! upload and compute, budgets and back-pressure, the chunked tier, pinning, order, cancellation.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use blstrs::Scalar;
+use cuzk_actors::dispatcher::Status;
+use cuzk_actors::pinner::{CountingPin, PinStats};
+use cuzk_actors::tier::{Dims, Tier};
+use cuzk_actors::{Engine, EngineConfig, JobError, JobSpec, Priority, Randomness};
+use cuzk_engine::circuits::MulChain;
+use cuzk_engine::setup::generate;
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
+use cuzk_engine::backend::Staged;
+use cuzk_engine::prover::Prepared;
+use cuzk_engine::{Backend, CpuBackend, EngineError, Prover, Verifier};
+use cuzk_srs::Srs;
+use ff::Field;
+use rand::SeedableRng;
+
+const M: usize = 700; // constraints per partition: a 2^10 domain
+
+fn srs() -> Arc<Srs> {
+    Arc::new(Srs::from_parameters(&generate(MulChain::random(M, 2, 0), 9).unwrap()))
+}
+
+fn circuits(job: u64, n: usize) -> Vec<MulChain> {
+    (0..n).map(|p| MulChain::random(M, 2, job * 100 + p as u64)).collect()
+}
+
+/// The CPU backend, but staging each partition by copying it (as a GPU backend uploads it), so
+/// the uploader pins, stages and unpins as it does on a GPU machine.
+struct Staging(CpuBackend);
+
+impl Backend for Staging {
+    fn name(&self) -> &str {
+        "cpu-staging"
+    }
+    fn compute_h(&self, a: Vec<Scalar>, b: Vec<Scalar>, c: Vec<Scalar>) -> Result<Vec<Scalar>, EngineError> {
+        self.0.compute_h(a, b, c)
+    }
+    fn msm_g1(&self, b: &[G1Affine], s: &[Scalar]) -> Result<G1Projective, EngineError> {
+        self.0.msm_g1(b, s)
+    }
+    fn msm_g2(&self, b: &[G2Affine], s: &[Scalar]) -> Result<G2Projective, EngineError> {
+        self.0.msm_g2(b, s)
+    }
+    fn batch_add_g1(&self, b: &[G1Affine], bits: &[u64]) -> Result<G1Projective, EngineError> {
+        self.0.batch_add_g1(b, bits)
+    }
+    fn batch_add_g2(&self, b: &[G2Affine], bits: &[u64]) -> Result<G2Projective, EngineError> {
+        self.0.batch_add_g2(b, bits)
+    }
+    fn stages_on_device(&self) -> bool {
+        true
+    }
+    fn stage(&self, p: &Prepared) -> Result<Staged, EngineError> {
+        Ok(Staged::on_host(p.clone()))
+    }
+}
+
+fn engine_on(cfg: EngineConfig, staging: bool) -> (Engine, Arc<std::sync::Mutex<PinStats>>) {
+    let pin = CountingPin::default();
+    let stats = pin.stats.clone();
+    let n = cfg.vram_budget.len();
+    let backends: Vec<Arc<dyn Backend>> = (0..n)
+        .map(|_| if staging { Arc::new(Staging(CpuBackend::new())) as Arc<dyn Backend> } else { Arc::new(CpuBackend::new()) as Arc<dyn Backend> })
+        .collect();
+    (Engine::start(cfg, backends, Box::new(pin)).unwrap(), stats)
+}
+
+fn engine(cfg: EngineConfig) -> (Engine, Arc<std::sync::Mutex<PinStats>>) {
+    engine_on(cfg, true)
+}
+
+fn fixed_rs(seed: u64, n: usize) -> Vec<(Scalar, Scalar)> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    (0..n).map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng))).collect()
+}
+
+fn wait_until(engine: &Engine, what: &str, f: impl Fn(&Status) -> bool) -> Status {
+    let start = Instant::now();
+    loop {
+        let s = engine.status().unwrap();
+        if f(&s) {
+            return s;
+        }
+        assert!(start.elapsed() < Duration::from_secs(120), "timed out waiting for {what}: {s:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn assert_all_released(engine: &Engine, stats: &std::sync::Mutex<PinStats>) {
+    let s = wait_until(engine, "every reservation released", |s| {
+        s.in_flight == 0 && s.host.reserved == 0 && s.vram.iter().all(|v| v.reserved == 0 && v.reservations == 0)
+    });
+    assert_eq!(s.host.reservations, 0);
+    let start = Instant::now();
+    while engine.pinned().unwrap() != (0, 0) {
+        assert!(start.elapsed() < Duration::from_secs(10), "pinned memory stayed registered");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let st = stats.lock().unwrap();
+    assert!(!st.double_registered, "a host range was registered twice");
+    assert_eq!(st.registers, st.unregisters, "{st:?}");
+}
+
+#[test]
+fn multi_partition_jobs_match_direct_proving_and_overlap_upload_with_compute() {
+    let srs = srs();
+    let (engine, stats) = engine(EngineConfig { gpu_workers_per_device: 2, ..EngineConfig::default() });
+    let handles: Vec<_> = (0..3u64)
+        .map(|j| {
+            let spec = JobSpec::new(srs.clone(), circuits(j, 4)).randomness(Randomness::Fixed(fixed_rs(j, 4)));
+            engine.submit(spec).unwrap()
+        })
+        .collect();
+    let cpu = CpuBackend::new();
+    let verifier = Verifier::new(srs.vk());
+    for (j, h) in handles.iter().enumerate() {
+        let out = h.wait().unwrap();
+        let (r, s): (Vec<_>, Vec<_>) = fixed_rs(j as u64, 4).into_iter().unzip();
+        let direct = Prover::new(&srs, &cpu).prove(circuits(j as u64, 4), &r, &s).unwrap();
+        assert_eq!(out.to_bytes(), direct.to_bytes(), "job {j}: pipeline proof differs from direct proving");
+        for (p, i) in out.proofs.iter().zip(&out.public_inputs) {
+            assert!(verifier.verify(p, i).unwrap());
+        }
+    }
+    // Partition k+1's upload starts before partition k's compute ends (on the same GPU).
+    let spans = engine.timeline().spans();
+    let overlaps = spans.iter().filter(|c| c.stage == "compute").any(|c| {
+        spans.iter().any(|u| u.stage == "upload" && (u.job, u.partition) != (c.job, c.partition) && u.start_us > c.start_us && u.start_us < c.end_us)
+    });
+    assert!(overlaps, "no upload ran during another partition's compute");
+    for stage in ["synth", "queue", "pin", "upload", "mutex_wait", "compute", "ntt_msm_h", "tail_msm", "b_g2_msm", "collect", "assemble", "verify"] {
+        assert!(spans.iter().any(|s| s.stage == stage), "no `{stage}` span");
+    }
+    assert_eq!(spans.iter().filter(|s| s.stage == "compute").count(), 12);
+    assert!(stats.lock().unwrap().registers > 0, "nothing was pinned for the uploads");
+    assert_all_released(&engine, &stats);
+}
+
+#[test]
+fn a_host_backend_skips_pinning_and_staging() {
+    let srs = srs();
+    let (engine, stats) = engine_on(EngineConfig::default(), false);
+    let rs = fixed_rs(8, 3);
+    let out = engine.submit(JobSpec::new(srs.clone(), circuits(8, 3)).randomness(Randomness::Fixed(rs.clone()))).unwrap().wait().unwrap();
+    let (r, s): (Vec<_>, Vec<_>) = rs.into_iter().unzip();
+    assert_eq!(out.to_bytes(), Prover::new(&srs, &CpuBackend::new()).prove(circuits(8, 3), &r, &s).unwrap().to_bytes());
+    assert_eq!(stats.lock().unwrap().registers, 0, "the CPU backend's partitions were pinned");
+    assert!(!engine.timeline().spans().iter().any(|s| s.stage == "pin"));
+    assert_all_released(&engine, &stats);
+}
+
+#[test]
+fn a_budget_under_three_partitions_is_never_exceeded() {
+    let srs = srs();
+    let part = Dims::of(&srs).device(Tier::Full, false);
+    let host = Dims::of(&srs).host();
+    let budget = part * 5 / 2;
+    let cfg = EngineConfig { vram_budget: vec![budget], host_budget: host * 2, gpu_workers_per_device: 2, ..EngineConfig::default() };
+    let (engine, stats) = engine(cfg);
+    let handles: Vec<_> = (0..4u64).map(|j| engine.submit(JobSpec::new(srs.clone(), circuits(j, 3))).unwrap()).collect();
+    for h in &handles {
+        h.wait().unwrap();
+    }
+    let s = engine.status().unwrap();
+    assert!(s.vram[0].high_water <= budget, "VRAM high water {} over budget {budget}", s.vram[0].high_water);
+    assert!(s.vram[0].high_water >= part, "nothing was reserved");
+    assert!(s.host.high_water <= host * 2, "host high water {} over budget {}", s.host.high_water, host * 2);
+    assert_all_released(&engine, &stats);
+}
+
+#[test]
+fn a_partition_larger_than_the_budget_takes_the_chunked_tier() {
+    let srs = srs();
+    let d = Dims::of(&srs);
+    let budget = d.device(Tier::Full, false) / 2;
+    let (engine, stats) = engine(EngineConfig { vram_budget: vec![budget], ..EngineConfig::default() });
+    let rs = fixed_rs(5, 2);
+    let out = engine.submit(JobSpec::new(srs.clone(), circuits(5, 2)).randomness(Randomness::Fixed(rs.clone()))).unwrap().wait().unwrap();
+    let (r, s): (Vec<_>, Vec<_>) = rs.into_iter().unzip();
+    let direct = Prover::new(&srs, &CpuBackend::new()).prove(circuits(5, 2), &r, &s).unwrap();
+    assert_eq!(out.to_bytes(), direct.to_bytes());
+    let st = engine.status().unwrap();
+    assert!(st.vram[0].high_water <= budget && st.vram[0].high_water > 0);
+    assert_all_released(&engine, &stats);
+
+    // Nothing fits at all: a clear rejection, and the engine keeps serving.
+    let (tiny, _) = self::engine(EngineConfig { vram_budget: vec![1000], ..EngineConfig::default() });
+    let err = tiny.submit(JobSpec::new(srs.clone(), circuits(6, 1))).unwrap().wait().unwrap_err();
+    assert!(matches!(err, JobError::Rejected { .. }), "{err}");
+    assert!(err.to_string().contains("whole budget"), "{err}");
+}
+
+#[test]
+fn priority_classes_then_oldest_job_then_lowest_partition() {
+    let srs = srs();
+    let (engine, stats) = engine(EngineConfig { gpu_workers_per_device: 2, ..EngineConfig::default() });
+    engine.set_paused(true);
+    let plan = [(Priority::Low, 2), (Priority::Normal, 2), (Priority::High, 2), (Priority::Normal, 2), (Priority::High, 1)];
+    let handles: Vec<_> = plan
+        .iter()
+        .enumerate()
+        .map(|(j, (p, n))| engine.submit(JobSpec::new(srs.clone(), circuits(j as u64, *n)).priority(*p)).unwrap())
+        .collect();
+    wait_until(&engine, "synthesis of every partition", |s| s.queued_dispatch == 9);
+    engine.set_paused(false);
+    for h in &handles {
+        h.wait().unwrap();
+    }
+    let ids: Vec<u64> = handles.iter().map(|h| h.id).collect();
+    let order = engine.status().unwrap().dispatch_order;
+    let expect = vec![(ids[2], 0), (ids[2], 1), (ids[4], 0), (ids[1], 0), (ids[1], 1), (ids[3], 0), (ids[3], 1), (ids[0], 0), (ids[0], 1)];
+    assert_eq!(order, expect);
+    // Two workers, and still the kernels run in dispatch order (the kernel lock is taken in
+    // staging order; no worker barges ahead).
+    let mut computes: Vec<_> = engine.timeline().spans().into_iter().filter(|s| s.stage == "compute").collect();
+    computes.sort_by_key(|s| s.start_us);
+    assert_eq!(computes.iter().map(|s| (s.job, s.partition)).collect::<Vec<_>>(), expect);
+    assert_all_released(&engine, &stats);
+}
+
+#[test]
+fn a_cancelled_queued_job_never_starts() {
+    let srs = srs();
+    let (engine, stats) = engine(EngineConfig::default());
+    engine.set_paused(true);
+    let keep = engine.submit(JobSpec::new(srs.clone(), circuits(1, 2))).unwrap();
+    let drop = engine.submit(JobSpec::new(srs.clone(), circuits(2, 2))).unwrap();
+    assert!(engine.cancel(drop.id));
+    assert!(!engine.cancel(drop.id), "cancelled twice");
+    engine.set_paused(false);
+    keep.wait().unwrap();
+    assert!(matches!(drop.wait(), Err(JobError::Cancelled(id)) if id == drop.id));
+    let order = engine.status().unwrap().dispatch_order;
+    assert!(order.iter().all(|(j, _)| *j != drop.id), "a cancelled job was dispatched: {order:?}");
+    assert_all_released(&engine, &stats);
+}
+
+#[test]
+fn a_cancelled_running_job_releases_every_reservation() {
+    let srs = srs();
+    let part = Dims::of(&srs).device(Tier::Full, false);
+    let (engine, stats) = engine(EngineConfig { vram_budget: vec![part * 2], gpu_workers_per_device: 2, ..EngineConfig::default() });
+    let job = engine.submit(JobSpec::new(srs.clone(), circuits(3, 12))).unwrap();
+    wait_until(&engine, "the job to start", |s| !s.dispatch_order.is_empty());
+    assert!(engine.cancel(job.id));
+    assert!(matches!(job.wait(), Err(JobError::Cancelled(_))));
+    assert_all_released(&engine, &stats);
+    // The engine keeps serving.
+    engine.submit(JobSpec::new(srs.clone(), circuits(4, 1))).unwrap().wait().unwrap();
+}
+
+#[test]
+fn a_bad_partition_fails_its_job_with_a_clear_error_and_the_engine_keeps_serving() {
+    let srs = srs();
+    let (engine, stats) = engine(EngineConfig::default());
+    let wrong = MulChain::random(M + 400, 2, 1); // does not fit the parameters
+    let err = engine.submit(JobSpec::new(srs.clone(), vec![MulChain::random(M, 2, 1), wrong])).unwrap().wait().unwrap_err();
+    assert!(matches!(&err, JobError::Failed { partition: 1, what, .. } if what.contains("domain")), "{err}");
+    engine.submit(JobSpec::new(srs.clone(), circuits(9, 2))).unwrap().wait().unwrap();
+    assert_all_released(&engine, &stats);
+}
+
+#[test]
+fn srs_loader_shares_refuses_eviction_while_held_and_evicts_idle() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.params");
+    cuzk_srs::write_params(&path, &generate(MulChain::random(50, 1, 0), 1).unwrap()).unwrap();
+    let (engine, _) = engine(EngineConfig::default());
+    let a = engine.load_srs(&path).unwrap();
+    let b = engine.load_srs(&path).unwrap();
+    assert!(Arc::ptr_eq(&a, &b), "loaded twice");
+    let err = engine.evict_srs(&path).unwrap_err();
+    assert!(err.contains("in use"), "{err}");
+    drop((a, b));
+    assert!(engine.evict_idle_srs(Duration::from_secs(3600)).is_empty());
+    assert_eq!(engine.evict_idle_srs(Duration::ZERO), vec![path.clone()]);
+    assert!(engine.evict_srs(&path).unwrap_err().contains("not loaded"));
+    let bad = dir.path().join("missing.params");
+    assert!(engine.load_srs(&bad).unwrap_err().contains("missing.params"));
+}

@@ -1,0 +1,261 @@
+//! `PipelinedGpu`: the CUDA backend as the actor pipeline drives it.
+//!
+//! - `stage` uploads a partition's a, b, c, MSM scalars and one-bitmaps on a copy stream of its
+//!   own (from host memory the HostPinner pinned), so partition k+1's upload overlaps partition
+//!   k's kernels on the compute stream;
+//! - the SRS bases are uploaded once per parameter set and stay resident on the device;
+//! - `compute` runs H and every MSM from device memory only: H's coefficients never leave the
+//!   device before the H-MSM.
+//!
+//! The heavy steps one by one (`compute_h`, `msm_g1`, …) are the plain `GpuBackend`'s.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cudarc::driver::CudaStream;
+use cuzk_srs::Srs;
+
+use super::batch_add::{batch_add_g1_device, batch_add_g2_device};
+use super::buf::DevBuf;
+use super::h::{compute_h_device, HDomain};
+use super::msm::{msm_g1_device, msm_g2_device};
+use super::{as_bytes, backend_err, GpuBackend, Result};
+use crate::backend::{Backend, Bitmap, Computed, Staged};
+use crate::prover::{Prepared, Split, Sums};
+use crate::timings::Timings;
+
+/// One MSM's scalars and, if any scalar is one, its bitmap.
+struct DeviceSplit {
+    tail: DevBuf,
+    n: u64,
+    ones: Option<DevBuf>,
+}
+
+/// A partition on the device.
+struct OnDevice {
+    a: DevBuf,
+    b: DevBuf,
+    c: DevBuf,
+    log_n: u32,
+    l: DeviceSplit,
+    a_query: DeviceSplit,
+    b_query: DeviceSplit,
+}
+
+/// An SRS's proving bases on the device, and what identifies the SRS they came from.
+struct Resident {
+    key: (usize, usize, usize, [u8; 96]),
+    h: DevBuf,
+    l: DevBuf,
+    a: DevBuf,
+    b_g1: DevBuf,
+    b_g2: DevBuf,
+}
+
+pub struct PipelinedGpu {
+    inner: GpuBackend,
+    copy: Arc<CudaStream>,
+    resident: Mutex<Option<Arc<Resident>>>,
+    domains: Mutex<HashMap<u32, Arc<HDomain>>>,
+    compute_lock: Mutex<()>,
+}
+
+fn srs_key(srs: &Srs) -> (usize, usize, usize, [u8; 96]) {
+    let mut first = [0u8; 96];
+    if let Some(p) = srs.h().first().or(srs.l().first()) {
+        first.copy_from_slice(as_bytes(std::slice::from_ref(p)));
+    }
+    (srs.h().as_ptr() as usize, srs.h().len(), srs.l().len(), first)
+}
+
+impl PipelinedGpu {
+    pub fn new(ordinal: usize) -> Result<Self> {
+        let inner = GpuBackend::new(ordinal)?;
+        let copy = inner.device().ctx.new_stream().map_err(|e| backend_err(format!("copy stream on GPU {ordinal}: {e:?}")))?;
+        Ok(PipelinedGpu { inner, copy, resident: Mutex::new(None), domains: Mutex::new(HashMap::new()), compute_lock: Mutex::new(()) })
+    }
+
+    pub fn inner(&self) -> &GpuBackend {
+        &self.inner
+    }
+
+    /// Uploads `bytes` on the copy stream (not waiting).
+    fn put(&self, bytes: &[u8], what: &str) -> Result<DevBuf> {
+        // SAFETY: the whole allocation is written by the copy below before any read.
+        let mut s = unsafe { self.copy.alloc::<u8>(bytes.len().max(1)) }
+            .map_err(|e| backend_err(format!("allocating {} bytes for {what}: {e:?}", bytes.len())))?;
+        if !bytes.is_empty() {
+            let mut view = s.slice_mut(0..bytes.len());
+            self.copy.memcpy_htod(bytes, &mut view).map_err(|e| backend_err(format!("upload of {what}: {e:?}")))?;
+        }
+        Ok(DevBuf::from_slice(s))
+    }
+
+    fn put_split(&self, s: &Split, what: &str) -> Result<DeviceSplit> {
+        let ones = if s.ones.count_ones() > 0 { Some(self.put(as_bytes(s.ones.words()), what)?) } else { None };
+        Ok(DeviceSplit { tail: self.put(as_bytes(&s.tail), what)?, n: s.tail.len() as u64, ones })
+    }
+
+    /// The SRS's bases on the device, uploaded on first use (one parameter set at a time).
+    fn resident(&self, srs: &Srs) -> Result<Arc<Resident>> {
+        let key = srs_key(srs);
+        let mut slot = self.resident.lock().map_err(|_| backend_err("resident SRS cache poisoned"))?;
+        if let Some(r) = slot.as_ref().filter(|r| r.key == key) {
+            return Ok(r.clone());
+        }
+        *slot = None; // free the previous set first
+        let dev = self.inner.device();
+        let r = Arc::new(Resident {
+            key,
+            h: dev.upload(as_bytes(srs.h()), "resident h bases")?,
+            l: dev.upload(as_bytes(srs.l()), "resident l bases")?,
+            a: dev.upload(as_bytes(srs.a()), "resident a bases")?,
+            b_g1: dev.upload(as_bytes(srs.b_g1()), "resident b_g1 bases")?,
+            b_g2: dev.upload(as_bytes(srs.b_g2()), "resident b_g2 bases")?,
+        });
+        dev.sync("resident SRS upload")?;
+        *slot = Some(r.clone());
+        Ok(r)
+    }
+
+    fn domain(&self, log_n: u32) -> Result<Arc<HDomain>> {
+        let mut d = self.domains.lock().map_err(|_| backend_err("domain cache poisoned"))?;
+        if let Some(x) = d.get(&log_n) {
+            return Ok(x.clone());
+        }
+        let x = Arc::new(HDomain::new(self.inner.device(), log_n)?);
+        d.insert(log_n, x.clone());
+        Ok(x)
+    }
+}
+
+/// Waits for the device's compute stream when dropped.
+struct QuietOnDrop<'a>(&'a super::GpuDevice);
+
+impl Drop for QuietOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.sync("waiting for the partition's kernels");
+    }
+}
+
+fn check(what: &str, bases: usize, scalars: u64) -> Result<()> {
+    if bases as u64 != scalars {
+        return Err(backend_err(format!("{what}: the parameters have {bases} bases, the partition {scalars} scalars")));
+    }
+    Ok(())
+}
+
+impl Backend for PipelinedGpu {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn compute_h(&self, a: Vec<Scalar>, b: Vec<Scalar>, c: Vec<Scalar>) -> Result<Vec<Scalar>> {
+        self.inner.compute_h(a, b, c)
+    }
+    fn msm_g1(&self, bases: &[G1Affine], scalars: &[Scalar]) -> Result<G1Projective> {
+        self.inner.msm_g1(bases, scalars)
+    }
+    fn msm_g2(&self, bases: &[G2Affine], scalars: &[Scalar]) -> Result<G2Projective> {
+        self.inner.msm_g2(bases, scalars)
+    }
+    fn batch_add_g1(&self, bases: &[G1Affine], bits: &Bitmap) -> Result<G1Projective> {
+        self.inner.batch_add_g1(bases, bits)
+    }
+    fn batch_add_g2(&self, bases: &[G2Affine], bits: &Bitmap) -> Result<G2Projective> {
+        self.inner.batch_add_g2(bases, bits)
+    }
+
+    fn stages_on_device(&self) -> bool {
+        true
+    }
+
+    fn stage(&self, p: &Prepared) -> Result<Staged> {
+        let n = p.a.len();
+        if n < 2 || !n.is_power_of_two() || p.b.len() != n || p.c.len() != n {
+            return Err(backend_err(format!("stage: a, b, c have {}, {}, {} elements; need one power of two ≥ 2", n, p.b.len(), p.c.len())));
+        }
+        let on = OnDevice {
+            a: self.put(as_bytes(&p.a), "a")?,
+            b: self.put(as_bytes(&p.b), "b")?,
+            c: self.put(as_bytes(&p.c), "c")?,
+            log_n: n.trailing_zeros(),
+            l: self.put_split(&p.l, "l scalars")?,
+            a_query: self.put_split(&p.a_query, "a scalars")?,
+            b_query: self.put_split(&p.b_query, "b scalars")?,
+        };
+        // The copies are done when this returns: compute (another stream) may read them, and the
+        // caller may unpin and free the host buffers.
+        self.copy.synchronize().map_err(|e| backend_err(format!("copy stream: {e:?}")))?;
+        Ok(Staged { index: p.index, public_inputs: p.public_inputs.clone(), payload: Box::new(on) })
+    }
+
+    fn compute(&self, srs: &Srs, staged: Staged, t: &mut Timings) -> Result<Computed> {
+        let Staged { index, public_inputs, payload } = staged;
+        let on = match payload.downcast::<OnDevice>() {
+            Ok(on) => *on,
+            // Staged on the host (e.g. by a caller that skipped `stage`): the heavy steps one by one.
+            Err(other) => {
+                let p = other.downcast::<Prepared>().map_err(|_| backend_err("partition was staged by another backend"))?;
+                let sums = crate::backend::run_steps(self, srs, *p, t)?;
+                return Ok(Computed { index, public_inputs, payload: Box::new(sums) });
+            }
+        };
+        let _g = self.compute_lock.lock().map_err(|_| backend_err("compute lock poisoned"))?;
+        let dev = self.inner.device();
+        // The partition's buffers belong to the copy stream, whose allocator may hand their memory
+        // to the next upload as soon as they are freed: on every way out of here (errors too), wait
+        // for this stream's kernels before they drop. Declared after `on`, so it drops first.
+        let _quiet = QuietOnDrop(dev);
+        let first_event = t.events.len();
+        let r = self.resident(srs)?;
+        let n = 1u64 << on.log_n;
+        if srs.h().len() as u64 != n - 1 {
+            return Err(backend_err(format!("the partition's domain is {n}; the parameters' h has {} points", srs.h().len())));
+        }
+        check("l", srs.l().len(), on.l.n)?;
+        check("a", srs.a().len(), on.a_query.n)?;
+        check("b", srs.b_g1().len(), on.b_query.n)?;
+
+        let start = Instant::now();
+        let d = self.domain(on.log_n)?;
+        compute_h_device(dev, &d, on.a.ptr(), on.b.ptr(), on.c.ptr())?;
+        let h = msm_g1_device(dev, &r.h, &on.b, n - 1)?;
+        // The MSM's result download synchronised the stream: a, b, c are no longer in use.
+        drop((on.a, on.b, on.c));
+        t.events.push(("ntt_msm_h", start, Instant::now()));
+
+        let g1 = |bases: &DevBuf, s: &DeviceSplit, t: &mut Timings| -> Result<G1Projective> {
+            let start = Instant::now();
+            let mut acc = msm_g1_device(dev, bases, &s.tail, s.n)?;
+            t.events.push(("tail_msm", start, Instant::now()));
+            if let Some(bits) = &s.ones {
+                let start = Instant::now();
+                acc += batch_add_g1_device(dev, bases, bits, s.n)?;
+                t.events.push(("batch_add", start, Instant::now()));
+            }
+            Ok(acc)
+        };
+        let l = g1(&r.l, &on.l, t)?;
+        let a = g1(&r.a, &on.a_query, t)?;
+        let b_g1 = g1(&r.b_g1, &on.b_query, t)?;
+        let start = Instant::now();
+        let mut b_g2 = msm_g2_device(dev, &r.b_g2, &on.b_query.tail, on.b_query.n)?;
+        if let Some(bits) = &on.b_query.ones {
+            b_g2 += batch_add_g2_device(dev, &r.b_g2, bits, on.b_query.n)?;
+        }
+        t.events.push(("b_g2_msm", start, Instant::now()));
+        for (stage, a, b) in &t.events[first_event..] {
+            let ms = (*b - *a).as_secs_f64() * 1e3;
+            match *stage {
+                "ntt_msm_h" => t.ntt_msm_h_ms += ms,
+                "tail_msm" => t.tail_msm_ms += ms,
+                "batch_add" => t.batch_add_ms += ms,
+                "b_g2_msm" => t.b_g2_msm_ms += ms,
+                _ => {}
+            }
+        }
+        Ok(Computed { index, public_inputs, payload: Box::new(Sums { h, l, a, b_g1, b_g2 }) })
+    }
+}

@@ -1,0 +1,251 @@
+//! The Groth16 prover, in bellperson's exact conventions (DESIGN.md §2), over any [`Backend`].
+//!
+//! One partition goes through four steps, each a public function so that a pipeline can run them
+//! on different actors: [`prepare`] (shape and satisfiability checks, the MSM scalar vectors, the
+//! 0/1 split), [`compute`] (H and the MSMs on the backend), [`assemble`] (the proof from the sums
+//! and `r, s`) and [`verify`](crate::verify).
+//!
+//! ```text
+//! A = α + Σa + r·δ                                   (G1)
+//! B = β + Σb_g2 + s·δ                                (G2)
+//! C = Σh + Σl + s·Σa + r·Σb_g1 + s·α + r·β + r·s·δ   (G1)
+//! ```
+
+use std::time::Instant;
+
+use bellperson::groth16::{Proof, VerifyingKey};
+use bellperson::Circuit;
+use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
+use cuzk_srs::Srs;
+use ff::Field;
+use group::prime::PrimeCurveAffine;
+use group::Curve;
+use rand_core::RngCore;
+use rayon::prelude::*;
+
+use crate::backend::{Backend, Staged};
+use crate::density::BitVec;
+use crate::error::EngineError;
+use crate::synth::{synthesize_batch, Assignment, Shape};
+use crate::timings::Timings;
+use crate::verify::Verifier;
+
+#[derive(Debug, Clone)]
+pub struct ProveOptions {
+    /// Verify every proof before returning it (default on).
+    pub self_verify: bool,
+    /// Check `a·b = c` on every row before any expensive work (default on).
+    pub check_satisfied: bool,
+}
+
+impl Default for ProveOptions {
+    fn default() -> Self {
+        ProveOptions { self_verify: true, check_satisfied: true }
+    }
+}
+
+/// Scalars of one MSM after the 0/1 split: `tail` holds the scalars other than 0 and 1 (with
+/// zeros where 0 or 1 stood), `ones` marks where a 1 stood (summed by batch addition).
+#[derive(Debug, Clone, Default)]
+pub struct Split {
+    pub tail: Vec<Scalar>,
+    pub ones: BitVec,
+}
+
+impl Split {
+    pub fn new(mut scalars: Vec<Scalar>) -> Split {
+        let ones: BitVec = scalars.iter().map(|s| *s == Scalar::ONE).collect();
+        if ones.count_ones() > 0 {
+            scalars.par_iter_mut().with_min_len(1 << 12).filter(|s| **s == Scalar::ONE).for_each(|s| *s = Scalar::ZERO);
+        }
+        Split { tail: scalars, ones }
+    }
+    pub fn len(&self) -> usize {
+        self.tail.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.tail.is_empty()
+    }
+}
+
+/// A partition ready for the backend.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub index: usize,
+    /// Evaluations of A, B, C, zero-padded to the domain size.
+    pub a: Vec<Scalar>,
+    pub b: Vec<Scalar>,
+    pub c: Vec<Scalar>,
+    /// Against `l`: the aux assignment.
+    pub l: Split,
+    /// Against `a`: inputs, then the aux variables dense in A.
+    pub a_query: Split,
+    /// Against `b_g1` and `b_g2`: inputs dense in B, then aux dense in B.
+    pub b_query: Split,
+    pub public_inputs: Vec<Scalar>,
+    pub shape: Shape,
+    /// The small-memory tier: MSM bases streamed in chunks of this many points (`None`: whole).
+    pub msm_chunk: Option<usize>,
+}
+
+/// The MSM results of one partition.
+#[derive(Debug, Clone, Copy)]
+pub struct Sums {
+    pub h: G1Projective,
+    pub l: G1Projective,
+    pub a: G1Projective,
+    pub b_g1: G1Projective,
+    pub b_g2: G2Projective,
+}
+
+/// Checks that `asg` fits `srs`, that it is satisfied, and builds the MSM scalar vectors.
+pub fn prepare(index: usize, asg: Assignment, srs: &Srs, opts: &ProveOptions) -> Result<Prepared, EngineError> {
+    let shape_err = |what: String| EngineError::ShapeMismatch { circuit: index, what };
+    let n = asg.a.len().next_power_of_two();
+    if n != srs.domain_size() {
+        return Err(shape_err(format!(
+            "{} constraints (with one row per input) need a domain of {n}; the parameters have {}",
+            asg.a.len(),
+            srs.domain_size()
+        )));
+    }
+    if asg.inputs.len() != srs.num_inputs() {
+        return Err(shape_err(format!("{} inputs (one included); the parameters have {}", asg.inputs.len(), srs.num_inputs())));
+    }
+    if asg.aux.len() != srs.l().len() {
+        return Err(shape_err(format!("{} aux variables; the parameters' l has {}", asg.aux.len(), srs.l().len())));
+    }
+    let a_dense = asg.inputs.len() + asg.a_aux_density.count_ones();
+    if a_dense != srs.a().len() {
+        return Err(shape_err(format!("{a_dense} entries dense in A; the parameters' a has {}", srs.a().len())));
+    }
+    let b_dense = asg.b_input_density.count_ones() + asg.b_aux_density.count_ones();
+    if b_dense != srs.b_g1().len() {
+        return Err(shape_err(format!("{b_dense} entries dense in B; the parameters' b_g1 has {}", srs.b_g1().len())));
+    }
+    if opts.check_satisfied {
+        if let Some(row) = asg.first_unsatisfied() {
+            return Err(EngineError::Unsatisfied {
+                circuit: index,
+                row,
+                a: format!("{:?}", asg.a[row]),
+                b: format!("{:?}", asg.b[row]),
+                c: format!("{:?}", asg.c[row]),
+            });
+        }
+    }
+    let shape = asg.shape();
+    let Assignment { mut a, mut b, mut c, inputs, aux, a_aux_density, b_input_density, b_aux_density } = asg;
+    // Zero-pad the evaluations to the domain, as the Backend's `compute_h` takes them.
+    for v in [&mut a, &mut b, &mut c] {
+        v.resize(n, Scalar::ZERO);
+    }
+    let dense = |bits: &BitVec, v: &[Scalar]| bits.ones().map(|i| v[i]).collect::<Vec<_>>();
+    let mut a_query = inputs.clone();
+    a_query.extend(dense(&a_aux_density, &aux));
+    let mut b_query = dense(&b_input_density, &inputs);
+    b_query.extend(dense(&b_aux_density, &aux));
+    let (l, (a_query, b_query)) = rayon::join(|| Split::new(aux), || rayon::join(|| Split::new(a_query), || Split::new(b_query)));
+    Ok(Prepared { index, a, b, c, l, a_query, b_query, public_inputs: inputs.get(1..).unwrap_or(&[]).to_vec(), shape, msm_chunk: None })
+}
+
+/// Stages, computes and collects one partition on `backend` (the three steps a pipeline runs on
+/// its upload, compute and collector actors).
+pub fn compute(p: Prepared, srs: &Srs, backend: &dyn Backend, t: &mut Timings) -> Result<(Sums, Vec<Scalar>), EngineError> {
+    let staged = if backend.stages_on_device() { backend.stage(&p)? } else { Staged::on_host(p) };
+    let computed = backend.compute(srs, staged, t)?;
+    let inputs = computed.public_inputs.clone();
+    Ok((backend.collect(computed)?, inputs))
+}
+
+/// The proof from the MSM sums and the randomness `r, s`, exactly as bellperson assembles it.
+pub fn assemble(s: &Sums, vk: &VerifyingKey<Bls12>, r: Scalar, s_: Scalar) -> Result<Proof<Bls12>, EngineError> {
+    if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
+        return Err(EngineError::Other("verifying key has δ at infinity".into()));
+    }
+    let g_a = vk.delta_g1 * r + vk.alpha_g1 + s.a;
+    let g_b = vk.delta_g2 * s_ + vk.beta_g2 + s.b_g2;
+    let g_c = s.a * s_ + s.b_g1 * r + vk.delta_g1 * (r * s_) + vk.alpha_g1 * s_ + vk.beta_g1 * r + s.h + s.l;
+    Ok(Proof { a: g_a.to_affine(), b: g_b.to_affine(), c: g_c.to_affine() })
+}
+
+/// Proofs of a batch, in partition order, with the public inputs they verify against.
+#[derive(Debug, Clone)]
+pub struct ProofBatch {
+    pub proofs: Vec<Proof<Bls12>>,
+    pub public_inputs: Vec<Vec<Scalar>>,
+    pub timings: Timings,
+}
+
+impl ProofBatch {
+    /// The wire format: 192 bytes per partition (compressed A ‖ B ‖ C), concatenated in order.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.proofs.len() * 192);
+        for p in &self.proofs {
+            // Writing into a Vec cannot fail.
+            let _ = p.write(&mut out);
+        }
+        out
+    }
+}
+
+/// Proves one circuit, or the partition circuits of one proof, against one parameter set.
+pub struct Prover<'a> {
+    pub srs: &'a Srs,
+    pub backend: &'a dyn Backend,
+    pub opts: ProveOptions,
+}
+
+impl<'a> Prover<'a> {
+    pub fn new(srs: &'a Srs, backend: &'a dyn Backend) -> Self {
+        Prover { srs, backend, opts: ProveOptions::default() }
+    }
+
+    /// Proves with caller-chosen randomness: `r_s[i], s_s[i]` for partition `i`.
+    pub fn prove<C: Circuit<Scalar> + Send>(&self, circuits: Vec<C>, r_s: &[Scalar], s_s: &[Scalar]) -> Result<ProofBatch, EngineError> {
+        if r_s.len() != circuits.len() || s_s.len() != circuits.len() {
+            return Err(EngineError::Other(format!("{} circuits but {} r and {} s values", circuits.len(), r_s.len(), s_s.len())));
+        }
+        let total = Instant::now();
+        let mut t = Timings::default();
+        let start = Instant::now();
+        // The parameters fix the shape exactly: reserve it up front.
+        let hint = Shape { constraints: self.srs.domain_size(), inputs: self.srs.num_inputs(), aux: self.srs.l().len() };
+        let assignments = synthesize_batch(circuits, hint)?;
+        t.synth_ms = ms(start);
+        let verifier = if self.opts.self_verify { Some(Verifier::new(self.srs.vk())) } else { None };
+        let mut batch = ProofBatch { proofs: Vec::new(), public_inputs: Vec::new(), timings: Timings::default() };
+        for (i, asg) in assignments.into_iter().enumerate() {
+            let start = Instant::now();
+            let prepared = prepare(i, asg, self.srs, &self.opts)?;
+            t.prepare_ms += ms(start);
+            let (sums, inputs) = compute(prepared, self.srs, self.backend, &mut t)?;
+            let start = Instant::now();
+            let proof = assemble(&sums, self.srs.vk(), r_s[i], s_s[i])?;
+            t.assemble_ms += ms(start);
+            if let Some(v) = &verifier {
+                let start = Instant::now();
+                if !v.verify(&proof, &inputs)? {
+                    return Err(EngineError::SelfVerify { index: i });
+                }
+                t.verify_ms += ms(start);
+            }
+            batch.proofs.push(proof);
+            batch.public_inputs.push(inputs);
+        }
+        t.total_ms = ms(total);
+        batch.timings = t;
+        Ok(batch)
+    }
+
+    /// Proves with `r, s` drawn from `rng`.
+    pub fn prove_random<C: Circuit<Scalar> + Send>(&self, circuits: Vec<C>, rng: &mut dyn RngCore) -> Result<ProofBatch, EngineError> {
+        let r_s: Vec<Scalar> = (0..circuits.len()).map(|_| Scalar::random(&mut *rng)).collect();
+        let s_s: Vec<Scalar> = (0..circuits.len()).map(|_| Scalar::random(&mut *rng)).collect();
+        self.prove(circuits, &r_s, &s_s)
+    }
+}
+
+pub(crate) fn ms(start: Instant) -> f64 {
+    start.elapsed().as_secs_f64() * 1e3
+}

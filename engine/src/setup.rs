@@ -1,0 +1,124 @@
+//! Parameters for custom circuits: a local, seeded setup (for development and custom circuits,
+//! not a trusted ceremony), written in the Filecoin format and reused from disk on the next run.
+//!
+//! [`generate`] draws the trapdoors from the RNG in bellperson's order and computes the same
+//! points as bellperson's `generate_random_parameters` — byte-identical parameters for the same
+//! seed — but with table-driven fixed-base multiplication (`fixed_base.rs`), several times
+//! faster; that is what makes a 2^22 setup practical.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use bellperson::groth16::{Parameters, VerifyingKey};
+use bellperson::{Circuit, SynthesisError};
+use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cuzk_srs::{write_params, OpenOptions, Srs};
+use ff::Field;
+use group::prime::PrimeCurveAffine;
+use group::{Curve, Group};
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+use rand_core::RngCore;
+use rayon::prelude::*;
+
+use crate::error::EngineError;
+use crate::fft::Domain;
+use crate::fixed_base::FixedBase;
+use crate::r1cs::{count, evaluate};
+
+fn synth_err(source: SynthesisError) -> EngineError {
+    EngineError::Synthesis { circuit: 0, source }
+}
+
+/// Parameters for `circuit` from trapdoors drawn from `rng` (bellperson's order: g1, g2, α, β,
+/// γ, δ, τ).
+pub fn generate_with<C: Circuit<Scalar> + Clone>(circuit: C, rng: &mut dyn RngCore) -> Result<Parameters<Bls12>, EngineError> {
+    let g1 = G1Projective::random(&mut *rng);
+    let g2 = G2Projective::random(&mut *rng);
+    let alpha = Scalar::random(&mut *rng);
+    let beta = Scalar::random(&mut *rng);
+    let gamma = Scalar::random(&mut *rng);
+    let delta = Scalar::random(&mut *rng);
+    let tau = Scalar::random(&mut *rng);
+
+    let (inputs, aux, rows) = count(circuit.clone()).map_err(synth_err)?;
+    let n = rows.max(1).next_power_of_two();
+    let domain = Domain::new(n).ok_or_else(|| synth_err(SynthesisError::PolynomialDegreeTooLarge))?;
+    let gamma_inv = Option::<Scalar>::from(gamma.invert()).ok_or_else(|| synth_err(SynthesisError::UnexpectedIdentity))?;
+    let delta_inv = Option::<Scalar>::from(delta.invert()).ok_or_else(|| synth_err(SynthesisError::UnexpectedIdentity))?;
+
+    let mut powers = vec![Scalar::ZERO; n];
+    powers.par_chunks_mut(4096).enumerate().for_each(|(i, c)| {
+        let mut p = tau.pow_vartime([(i * 4096) as u64]);
+        for x in c {
+            *x = p;
+            p *= tau;
+        }
+    });
+    let t1 = FixedBase::new(g1);
+    let t2 = FixedBase::new(g2);
+
+    // H: τ^i · Z(τ) / δ for i < n − 1.
+    let z_over_delta = (tau.pow_vartime([n as u64]) - Scalar::ONE) * delta_inv;
+    let h_exps: Vec<Scalar> = powers[..n - 1].par_iter().map(|p| *p * z_over_delta).collect();
+    let h = t1.mul_all(&h_exps);
+    drop(h_exps);
+
+    // Lagrange coefficients at τ, then every variable's u, v, w at τ.
+    domain.ifft(&mut powers);
+    let q = evaluate(circuit, &powers, (inputs, aux)).map_err(synth_err)?;
+    drop(powers);
+
+    // A and B queries: inputs then aux; zero polynomials give the identity and are dropped.
+    let mut u = q.u_inputs.clone();
+    u.extend_from_slice(&q.u_aux);
+    let mut v = q.v_inputs.clone();
+    v.extend_from_slice(&q.v_aux);
+    let a: Vec<G1Affine> = t1.mul_all(&u).into_iter().filter(|p| !bool::from(p.is_identity())).collect();
+    let b_g1: Vec<G1Affine> = t1.mul_all(&v).into_iter().filter(|p| !bool::from(p.is_identity())).collect();
+    let b_g2: Vec<G2Affine> = t2.mul_all(&v).into_iter().filter(|p| !bool::from(p.is_identity())).collect();
+    drop((u, v));
+
+    // IC (inputs, over γ) and L (aux, over δ): (β·u + α·v + w) / γ or δ.
+    let ext = |us: &[Scalar], vs: &[Scalar], ws: &[Scalar], inv: Scalar| -> Vec<Scalar> {
+        us.par_iter().zip(vs.par_iter()).zip(ws.par_iter()).map(|((u, v), w)| (*u * beta + *v * alpha + w) * inv).collect()
+    };
+    let ic = t1.mul_all(&ext(&q.u_inputs, &q.v_inputs, &q.w_inputs, gamma_inv));
+    let l = t1.mul_all(&ext(&q.u_aux, &q.v_aux, &q.w_aux, delta_inv));
+    if l.iter().any(|p| bool::from(p.is_identity())) {
+        return Err(synth_err(SynthesisError::UnconstrainedVariable));
+    }
+
+    let (g1a, g2a) = (g1.to_affine(), g2.to_affine());
+    let vk = VerifyingKey::<Bls12> {
+        alpha_g1: (g1a * alpha).to_affine(),
+        beta_g1: (g1a * beta).to_affine(),
+        beta_g2: (g2a * beta).to_affine(),
+        gamma_g2: (g2a * gamma).to_affine(),
+        delta_g1: (g1a * delta).to_affine(),
+        delta_g2: (g2a * delta).to_affine(),
+        ic,
+    };
+    Ok(Parameters { vk, h: Arc::new(h), l: Arc::new(l), a: Arc::new(a), b_g1: Arc::new(b_g1), b_g2: Arc::new(b_g2) })
+}
+
+/// Parameters for `circuit` from an RNG seeded by `seed` (ChaCha20).
+pub fn generate<C: Circuit<Scalar> + Clone>(circuit: C, seed: u64) -> Result<Parameters<Bls12>, EngineError> {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    generate_with(circuit, &mut rng)
+}
+
+/// Opens the parameters at `path`, generating and writing them first if the file is absent.
+/// Returns the opened set and whether it was generated now.
+pub fn open_or_generate<C: Circuit<Scalar> + Clone>(path: &Path, circuit: C, seed: u64, opts: &OpenOptions) -> Result<(Srs, bool), EngineError> {
+    if path.exists() {
+        return Ok((Srs::open(path, opts)?, false));
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| EngineError::Other(format!("{}: {e}", dir.display())))?;
+    }
+    let params = generate(circuit, seed)?;
+    write_params(path, &params)?;
+    Ok((Srs::open(path, opts)?, true))
+}
+
