@@ -2,6 +2,7 @@
 
 mod bench_batch;
 mod bench_cpu;
+mod bench_kernels;
 mod common;
 mod prove;
 mod srs_cmd;
@@ -37,6 +38,8 @@ enum BenchCmd {
     Cpu(bench_cpu::Args),
     /// Jobs through the actor pipeline: one line per proof, then s/proof.
     Batch(bench_batch::Args),
+    /// The CUDA kernels alone on one GPU; last line `msm_g1_2p26_ms=… ntt_2p27_ms=…`.
+    Kernels(bench_kernels::Args),
 }
 
 /// Where parameters for example circuits are kept: `$CUZK_PARAMS_DIR`, else
@@ -59,6 +62,7 @@ fn main() -> ExitCode {
         Cmd::Srs(c) => srs_cmd::run(c),
         Cmd::Bench(BenchCmd::Cpu(a)) => bench_cpu::run(a),
         Cmd::Bench(BenchCmd::Batch(a)) => bench_batch::run(a),
+        Cmd::Bench(BenchCmd::Kernels(a)) => bench_kernels::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
