@@ -155,6 +155,23 @@ fn a_host_backend_skips_pinning_and_staging() {
 }
 
 #[test]
+fn partitions_spread_over_several_gpus_and_results_keep_partition_order() {
+    let srs = srs();
+    let part = Dims::of(&srs).device(Tier::Full, false);
+    let cfg = EngineConfig { vram_budget: vec![part * 2, part * 2, part * 2], ..EngineConfig::default() };
+    let (engine, stats) = engine(cfg);
+    let rs = fixed_rs(12, 9);
+    let out = engine.submit(JobSpec::new(srs.clone(), circuits(12, 9)).randomness(Randomness::Fixed(rs.clone()))).unwrap().wait().unwrap();
+    let (r, s): (Vec<_>, Vec<_>) = rs.into_iter().unzip();
+    assert_eq!(out.to_bytes(), Prover::new(&srs, &CpuBackend::new()).prove(circuits(12, 9), &r, &s).unwrap().to_bytes());
+    let gpus: std::collections::BTreeSet<_> = engine.timeline().spans().iter().filter(|s| s.stage == "compute").filter_map(|s| s.gpu).collect();
+    assert!(gpus.len() >= 2, "all partitions ran on one of three GPUs: {gpus:?}");
+    let st = engine.status().unwrap();
+    assert!(st.vram.iter().all(|v| v.high_water <= v.capacity));
+    assert_all_released(&engine, &stats);
+}
+
+#[test]
 fn a_budget_under_three_partitions_is_never_exceeded() {
     let srs = srs();
     let part = Dims::of(&srs).device(Tier::Full, false);

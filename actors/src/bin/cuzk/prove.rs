@@ -30,7 +30,7 @@ pub struct Args {
     #[arg(long)]
     out: Option<PathBuf>,
     /// auto (CUDA if usable, else CPU), cpu or cuda.
-    #[arg(long, default_value = "cpu")]
+    #[arg(long, default_value = "auto")]
     backend: BackendChoice,
     /// On a GPU, upload everything inside each kernel call instead of staging on a copy stream
     /// with the SRS resident.
