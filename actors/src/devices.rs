@@ -9,7 +9,7 @@ use cuzk_engine::{Backend, CpuBackend};
 
 use crate::cuda_pin::CudaPin;
 use crate::pinner::{CountingPin, PinApi};
-use crate::settings::BackendChoice;
+use crate::settings::{BackendChoice, Residency};
 
 pub struct Devices {
     pub backends: Vec<Arc<dyn Backend>>,
@@ -18,6 +18,9 @@ pub struct Devices {
     pub pin: Box<dyn PinApi>,
     /// One line for logs: what was chosen and, for a fallback, why.
     pub description: String,
+    /// Whether the GPUs keep the SRS resident (`PipelinedGpu`); then each GPU's free memory
+    /// already has the resident bases and one MSM's scratch taken off.
+    pub srs_resident: bool,
 }
 
 fn cpu(why: Option<String>) -> Devices {
@@ -26,6 +29,7 @@ fn cpu(why: Option<String>) -> Devices {
         backends: vec![Arc::new(CpuBackend::new())],
         free: vec![u64::MAX / 4],
         pin: Box::new(CountingPin::default()),
+        srs_resident: false,
         description: match why {
             Some(w) => format!("cpu ({threads} threads; no CUDA: {w})"),
             None => format!("cpu ({threads} threads)"),
@@ -33,13 +37,25 @@ fn cpu(why: Option<String>) -> Devices {
     }
 }
 
-fn cuda(staging: bool) -> Result<Devices, String> {
+/// `resident`: bytes the SRS keeps on each GPU when resident (bases plus one MSM's scratch), if
+/// known; `reserve`: bytes left free for the driver.
+fn cuda(residency: Residency, resident: Option<u64>, reserve: u64) -> Result<Devices, String> {
     probe()?;
     let count = cudarc::driver::CudaContext::device_count().map_err(|e| format!("cuDeviceGetCount: {e:?}"))? as usize;
     let mut backends: Vec<Arc<dyn Backend>> = Vec::new();
     let mut free = Vec::new();
     let mut names = Vec::new();
     let mut pin_ctx = None;
+    // Decide residency from GPU 0's free memory (the GPUs of one host are alike).
+    let free0 = {
+        let ctx = cudarc::driver::CudaContext::new(0).map_err(|e| format!("cuCtxCreate on GPU 0: {e:?}"))?;
+        ctx.mem_get_info().map_err(|e| format!("cuMemGetInfo on GPU 0: {e:?}"))?.0 as u64
+    };
+    let staging = match residency {
+        Residency::Device => true,
+        Residency::Host => false,
+        Residency::Auto => resident.is_none_or(|need| need + reserve <= free0),
+    };
     for i in 0..count {
         let (b, dev): (Arc<dyn Backend>, &GpuDevice);
         let (plain, piped);
@@ -56,18 +72,20 @@ fn cuda(staging: bool) -> Result<Devices, String> {
         let (f, total) = ctx.mem_get_info().map_err(|e| format!("cuMemGetInfo on GPU {i}: {e:?}"))?;
         names.push(format!("{} ({} of {} MiB free{})", dev.name, f >> 20, total >> 20, if staging { ", staged, resident SRS" } else { "" }));
         pin_ctx.get_or_insert(ctx);
-        free.push(f as u64);
+        free.push(if staging { (f as u64).saturating_sub(resident.unwrap_or(0)) } else { f as u64 });
         backends.push(b);
     }
     let ctx = pin_ctx.ok_or("no CUDA GPU")?;
-    Ok(Devices { backends, free, pin: Box::new(CudaPin::new(ctx)), description: format!("cuda: {}", names.join(", ")) })
+    Ok(Devices { backends, free, pin: Box::new(CudaPin::new(ctx)), description: format!("cuda: {}", names.join(", ")), srs_resident: staging })
 }
 
-/// `staging`: on a GPU, `PipelinedGpu` (copy stream, resident SRS) rather than `GpuBackend`.
-pub fn open(choice: BackendChoice, staging: bool) -> Result<Devices, String> {
+/// Opens the devices. On GPUs, `residency` picks `PipelinedGpu` (resident SRS, copy-stream
+/// staging) or `GpuBackend`; `resident` is what a resident SRS needs per GPU (bases and one MSM's
+/// scratch, see `tier::Dims`), when the SRS is known; `reserve` is kept free for the driver.
+pub fn open(choice: BackendChoice, residency: Residency, resident: Option<u64>, reserve: u64) -> Result<Devices, String> {
     match choice {
         BackendChoice::Cpu => Ok(cpu(None)),
-        BackendChoice::Cuda => cuda(staging),
-        BackendChoice::Auto => Ok(cuda(staging).unwrap_or_else(|why| cpu(Some(why)))),
+        BackendChoice::Cuda => cuda(residency, resident, reserve),
+        BackendChoice::Auto => Ok(cuda(residency, resident, reserve).unwrap_or_else(|why| cpu(Some(why)))),
     }
 }

@@ -27,6 +27,18 @@ pub enum BackendChoice {
     Cuda,
 }
 
+impl std::str::FromStr for Residency {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(Residency::Auto),
+            "host" => Ok(Residency::Host),
+            "device" => Ok(Residency::Device),
+            other => Err(format!("unknown SRS residency `{other}`; choose auto, host or device")),
+        }
+    }
+}
+
 impl std::str::FromStr for BackendChoice {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
@@ -51,7 +63,6 @@ pub enum Residency {
 #[serde(deny_unknown_fields)]
 pub struct EngineSection {
     pub backend: BackendChoice,
-    pub gpu_staging: bool,
     pub gpu_workers_per_device: usize,
     pub vram_reserve_mib: u64,
     pub vram_budget_mib: u64,
@@ -108,7 +119,8 @@ impl Settings {
             gpu_workers_per_device: e.gpu_workers_per_device,
             vram_budget,
             host_budget: if e.host_budget_mib == 0 { u64::MAX / 4 } else { mib(e.host_budget_mib) },
-            srs_resident: e.srs_residency == Residency::Device,
+            // Known per device only once the devices are open (`devices::open`), which sets it.
+            srs_resident: false,
             synth_threads: if e.synth_threads == 0 { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2) } else { e.synth_threads },
             pin_chunk: mib(e.pin_chunk_mib.max(1)) as usize,
             self_verify: e.self_verify,

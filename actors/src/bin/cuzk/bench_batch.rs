@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use cuzk_actors::devices;
-use cuzk_actors::settings::{BackendChoice, Settings};
+use cuzk_actors::settings::{BackendChoice, Residency, Settings};
 use cuzk_actors::tier::Dims;
 use cuzk_actors::timeline::{busy_fraction, svg, StageTotals};
 use cuzk_actors::{Engine, JobSpec};
@@ -42,10 +42,10 @@ pub struct Args {
     /// auto (CUDA if usable, else CPU), cpu or cuda; overrides the config file.
     #[arg(long)]
     backend: Option<BackendChoice>,
-    /// On a GPU: stage on a copy stream with the SRS resident (true) or upload inside each
-    /// kernel call (false); overrides the config file.
+    /// Where the SRS bases live on a GPU: auto, device (resident, copy-stream staging) or host
+    /// (uploaded with every kernel call); overrides the config file.
     #[arg(long)]
-    gpu_staging: Option<bool>,
+    srs_residency: Option<Residency>,
     /// A config file (see config/cuzk.toml); CUZK_* environment overrides apply too.
     #[arg(long)]
     config: Option<PathBuf>,
@@ -64,23 +64,18 @@ pub fn run(a: Args) -> Result<()> {
     if let Some(mib) = a.vram_budget_mib {
         settings.engine.vram_budget_mib = mib;
     }
-    if let Some(st) = a.gpu_staging {
-        settings.engine.gpu_staging = st;
+    if let Some(r) = a.srs_residency {
+        settings.engine.srs_residency = r;
     }
     let srs = Arc::new(example_params(&dir, &a.circuit, size, &settings.engine_config(&[0]).srs_open)?);
     let mut summary = Vec::new();
     for &gw in &a.gpu_workers {
-        let dev = devices::open(settings.engine.backend, settings.engine.gpu_staging)?;
+        let d = Dims::of(&srs);
+        let reserve = settings.engine.vram_reserve_mib << 20;
+        let dev = devices::open(settings.engine.backend, settings.engine.srs_residency, Some(d.bases() + d.msm_scratch()), reserve)?;
         let mut cfg = settings.engine_config(&dev.free);
-        if settings.engine.gpu_staging && dev.description.starts_with("cuda") {
-            // The SRS bases stay on the device and compute is serialised per GPU: partitions
-            // reserve only their own buffers, and the bases and one MSM's scratch come off every
-            // GPU's budget once.
-            let d = Dims::of(&srs);
-            cfg.srs_resident = true;
-            cfg.vram_budget.iter_mut().for_each(|b| *b = b.saturating_sub(d.bases() + d.msm_scratch()));
-        }
         cfg.gpu_workers_per_device = gw.max(1);
+        cfg.srs_resident = dev.srs_resident;
         let backend_name = dev.description.clone();
         let engine = Engine::start(cfg, dev.backends, dev.pin)?;
         println!("# backend={backend_name} gpu_workers={gw} jobs={} concurrency={} partitions={} circuit={} size={size}", a.count, a.concurrency, a.partitions, a.circuit);

@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 
 use cuzk_actors::devices;
-use cuzk_actors::settings::BackendChoice;
+use cuzk_actors::settings::{BackendChoice, Residency};
+use cuzk_actors::tier::Dims;
 use cuzk_engine::{Prover, Verifier};
 use cuzk_srs::OpenOptions;
 
@@ -32,10 +33,9 @@ pub struct Args {
     /// auto (CUDA if usable, else CPU), cpu or cuda.
     #[arg(long, default_value = "auto")]
     backend: BackendChoice,
-    /// On a GPU, upload everything inside each kernel call instead of staging on a copy stream
-    /// with the SRS resident.
-    #[arg(long)]
-    no_gpu_staging: bool,
+    /// Where the SRS bases live on a GPU: auto, device (resident) or host (uploaded per call).
+    #[arg(long, default_value = "auto")]
+    srs_residency: Residency,
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -43,7 +43,8 @@ pub fn run(a: Args) -> Result<()> {
     let (_, size) = example(&a.circuit, a.size, 0)?;
     let srs = example_params(&dir, &a.circuit, size, &OpenOptions { subgroup_check: a.subgroup_check, ..Default::default() })?;
     let circuits = (0..a.partitions).map(|i| example(&a.circuit, Some(size), 1000 + i as u64).map(|(c, _)| c)).collect::<Result<Vec<_>>>()?;
-    let dev = devices::open(a.backend, !a.no_gpu_staging)?;
+    let d = Dims::of(&srs);
+    let dev = devices::open(a.backend, a.srs_residency, Some(d.bases() + d.msm_scratch()), 512 << 20)?;
     let backend = dev.backends[0].clone();
     let batch = Prover::new(&srs, backend.as_ref()).prove_random(circuits, &mut rand::thread_rng())?;
     println!(
