@@ -11,6 +11,7 @@
 pub mod budget;
 pub mod collector;
 pub mod compute;
+pub mod control;
 pub mod cuda_pin;
 pub mod devices;
 pub mod dispatcher;

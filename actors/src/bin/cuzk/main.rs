@@ -4,6 +4,8 @@ mod bench_batch;
 mod bench_cpu;
 mod bench_kernels;
 mod common;
+mod ctl;
+mod daemon;
 mod prove;
 mod srs_cmd;
 
@@ -30,6 +32,10 @@ enum Cmd {
     /// Benchmarks.
     #[command(subcommand)]
     Bench(BenchCmd),
+    /// Run the engine as a daemon, controlled over a unix socket.
+    Daemon(daemon::Args),
+    /// Control a running daemon.
+    Ctl(ctl::Args),
 }
 
 #[derive(Subcommand)]
@@ -60,6 +66,8 @@ fn main() -> ExitCode {
     let result = match cli.cmd {
         Cmd::Prove(a) => prove::run(a),
         Cmd::Srs(c) => srs_cmd::run(c),
+        Cmd::Daemon(a) => daemon::run(a),
+        Cmd::Ctl(a) => ctl::run(a),
         Cmd::Bench(BenchCmd::Cpu(a)) => bench_cpu::run(a),
         Cmd::Bench(BenchCmd::Batch(a)) => bench_batch::run(a),
         Cmd::Bench(BenchCmd::Kernels(a)) => bench_kernels::run(a),

@@ -1,0 +1,126 @@
+//! Wire format: `u32 BE length | u16 BE version | bincode(payload)`, the length counting the
+//! version and the payload, at most [`MAX_FRAME`] bytes.
+
+use std::io::{Read, Write};
+
+use serde::{Deserialize, Serialize};
+
+pub const VERSION: u16 = 1;
+pub const MAX_FRAME: u32 = 1 << 20;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Request {
+    /// Queues, in-flight partitions, budgets, pinned memory (JSON).
+    Status,
+    /// Per-stage totals over everything the engine has run (JSON).
+    Metrics,
+    Cancel { job: u64 },
+    /// Opens a parameter file (once) and keeps it loaded.
+    Preload { path: String },
+    /// Drops the engine's handle to a parameter file (refused while a job holds it).
+    Evict { path: String },
+    /// Stops dispatching to the GPUs (synthesis goes on); `Resume` undoes it.
+    Pause,
+    Resume,
+    /// Proves one of the example circuits (a smoke test of a running daemon).
+    ProveExample { circuit: String, size: usize, partitions: usize },
+    /// Waits for a job submitted through this daemon and reports how it ended.
+    Wait { job: u64 },
+    /// Stops accepting work and exits once in-flight jobs are done.
+    Drain,
+    /// Stops at once.
+    Shutdown,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Response {
+    Ok(String),
+    Json(String),
+    Submitted { job: u64 },
+    Done { job: u64, proof_bytes: u64, wall_ms: u64 },
+    Error(String),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    #[error("connection: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("frame of {0} bytes: longer than the {MAX_FRAME}-byte limit")]
+    TooLong(u32),
+    #[error("frame of {0} bytes: too short to hold a version")]
+    TooShort(u32),
+    #[error("protocol version {0}; this side speaks {VERSION}")]
+    Version(u16),
+    #[error("undecodable payload: {0}")]
+    Decode(String),
+}
+
+fn config() -> bincode::config::Configuration {
+    bincode::config::standard()
+}
+
+pub fn write<T: Serialize>(w: &mut impl Write, msg: &T) -> Result<(), FrameError> {
+    let payload = bincode::serde::encode_to_vec(msg, config()).map_err(|e| FrameError::Decode(e.to_string()))?;
+    let len = u32::try_from(payload.len() + 2).map_err(|_| FrameError::TooLong(u32::MAX))?;
+    if len > MAX_FRAME {
+        return Err(FrameError::TooLong(len));
+    }
+    let mut frame = Vec::with_capacity(6 + payload.len());
+    frame.extend_from_slice(&len.to_be_bytes());
+    frame.extend_from_slice(&VERSION.to_be_bytes());
+    frame.extend_from_slice(&payload);
+    w.write_all(&frame)?;
+    w.flush()?;
+    Ok(())
+}
+
+/// Reads one frame. `Ok(None)` at a clean end of stream (before a frame starts).
+pub fn read<T: for<'de> Deserialize<'de>>(r: &mut impl Read) -> Result<Option<T>, FrameError> {
+    let mut len = [0u8; 4];
+    match r.read_exact(&mut len) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e.into()),
+    }
+    let len = u32::from_be_bytes(len);
+    if len > MAX_FRAME {
+        return Err(FrameError::TooLong(len));
+    }
+    if len < 2 {
+        return Err(FrameError::TooShort(len));
+    }
+    let mut body = vec![0u8; len as usize];
+    r.read_exact(&mut body)?;
+    let version = u16::from_be_bytes([body[0], body[1]]);
+    if version != VERSION {
+        return Err(FrameError::Version(version));
+    }
+    let (msg, used) = bincode::serde::decode_from_slice(&body[2..], config()).map_err(|e| FrameError::Decode(e.to_string()))?;
+    if used != body.len() - 2 {
+        return Err(FrameError::Decode(format!("{} trailing bytes", body.len() - 2 - used)));
+    }
+    Ok(Some(msg))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_refusals() {
+        let mut buf = Vec::new();
+        write(&mut buf, &Request::Cancel { job: 7 }).unwrap();
+        let back: Request = read(&mut buf.as_slice()).unwrap().unwrap();
+        assert_eq!(back, Request::Cancel { job: 7 });
+
+        let mut bad = buf.clone();
+        bad[4] = 9; // version
+        assert!(matches!(read::<Request>(&mut bad.as_slice()), Err(FrameError::Version(_))));
+        let huge = (MAX_FRAME + 1).to_be_bytes();
+        assert!(matches!(read::<Request>(&mut huge.as_slice()), Err(FrameError::TooLong(_))));
+        let mut garbage = vec![0, 0, 0, 6, 0, 1];
+        garbage.extend_from_slice(&[0xff; 4]);
+        assert!(matches!(read::<Request>(&mut garbage.as_slice()), Err(FrameError::Decode(_))));
+        assert!(read::<Request>(&mut [].as_slice()).unwrap().is_none());
+    }
+}

@@ -1,0 +1,244 @@
+//! The daemon side of the control socket. One thread accepts; each connection gets a thread that
+//! answers requests until the peer hangs up. A malformed frame gets an error reply and that
+//! connection is closed (its framing is lost); the engine and the other connections go on.
+
+use std::collections::HashMap;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use cuzk_engine::circuits::Example;
+use cuzk_engine::setup::generate;
+
+use super::proto::{read, write, FrameError, Request, Response};
+use crate::engine::Engine;
+use crate::job::{JobHandle, JobSpec};
+use crate::timeline::StageTotals;
+
+struct Shared {
+    engine: Arc<Engine>,
+    params_dir: PathBuf,
+    jobs: Mutex<HashMap<u64, JobHandle>>,
+    draining: AtomicBool,
+    stop: AtomicBool,
+    path: PathBuf,
+}
+
+pub struct ControlServer {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// The uid of the process at the other end of `s`.
+fn peer_uid(s: &UnixStream) -> Result<u32, String> {
+    let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` and `len` are valid for writes of the sizes given.
+    let rc = unsafe { libc::getsockopt(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_PEERCRED, &mut cred as *mut _ as *mut libc::c_void, &mut len) };
+    if rc != 0 {
+        return Err(format!("SO_PEERCRED: {}", std::io::Error::last_os_error()));
+    }
+    Ok(cred.uid)
+}
+
+impl ControlServer {
+    /// Binds `path` (replacing a stale socket file), mode 0600, and starts serving.
+    pub fn start(engine: Arc<Engine>, path: &Path, params_dir: PathBuf) -> Result<ControlServer, String> {
+        if path.exists() {
+            if UnixStream::connect(path).is_ok() {
+                return Err(format!("{}: another daemon is listening there", path.display()));
+            }
+            std::fs::remove_file(path).map_err(|e| format!("removing the stale socket {}: {e}", path.display()))?;
+        }
+        let listener = UnixListener::bind(path).map_err(|e| format!("binding {}: {e}", path.display()))?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| format!("chmod 0600 {}: {e}", path.display()))?;
+        let shared = Arc::new(Shared {
+            engine,
+            params_dir,
+            jobs: Mutex::new(HashMap::new()),
+            draining: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            path: path.into(),
+        });
+        let sh = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("cuzk-control".into())
+            .spawn(move || {
+                // SAFETY: geteuid has no preconditions.
+                let me = unsafe { libc::geteuid() };
+                for conn in listener.incoming() {
+                    if sh.stop.load(Ordering::Acquire) {
+                        break;
+                    }
+                    let Ok(mut s) = conn else { continue };
+                    match peer_uid(&s) {
+                        Ok(uid) if uid == me => {
+                            let sh = sh.clone();
+                            let _ = std::thread::Builder::new().name("cuzk-control-conn".into()).spawn(move || serve(&sh, s));
+                        }
+                        Ok(uid) => {
+                            let _ = write(&mut s, &Response::Error(format!("peer uid {uid} is not the daemon's uid {me}")));
+                        }
+                        Err(e) => {
+                            let _ = write(&mut s, &Response::Error(e));
+                        }
+                    }
+                }
+                let _ = std::fs::remove_file(&sh.path);
+            })
+            .map_err(|e| format!("starting the control thread: {e}"))?;
+        Ok(ControlServer { shared, thread: Some(thread) })
+    }
+
+    /// Blocks until a `Shutdown` or a finished `Drain`.
+    pub fn wait(mut self) {
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+
+    /// Stops accepting connections.
+    pub fn stop(&self) {
+        stop(&self.shared);
+    }
+}
+
+impl Drop for ControlServer {
+    fn drop(&mut self) {
+        stop(&self.shared);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn stop(sh: &Shared) {
+    if !sh.stop.swap(true, Ordering::AcqRel) {
+        // Wake the accept loop.
+        let _ = UnixStream::connect(&sh.path);
+    }
+}
+
+fn serve(sh: &Arc<Shared>, mut s: UnixStream) {
+    loop {
+        let req: Request = match read(&mut s) {
+            Ok(Some(r)) => r,
+            Ok(None) => return,
+            Err(FrameError::Io(_)) => return,
+            Err(e) => {
+                let _ = write(&mut s, &Response::Error(format!("malformed request: {e}")));
+                return;
+            }
+        };
+        let stop_after = matches!(req, Request::Shutdown);
+        let resp = handle(sh, req);
+        if write(&mut s, &resp).is_err() {
+            return;
+        }
+        if stop_after {
+            stop(sh);
+            return;
+        }
+    }
+}
+
+fn handle(sh: &Arc<Shared>, req: Request) -> Response {
+    let e = &sh.engine;
+    match req {
+        Request::Status => match (e.status(), e.pinned()) {
+            (Ok(st), Ok((bytes, regs))) => {
+                let mut v = serde_json::to_value(&st).unwrap_or_default();
+                v["pinned_bytes"] = bytes.into();
+                v["pin_registrations"] = regs.into();
+                v["draining"] = sh.draining.load(Ordering::Acquire).into();
+                Response::Json(v.to_string())
+            }
+            (Err(x), _) | (_, Err(x)) => Response::Error(x),
+        },
+        Request::Metrics => Response::Json(serde_json::to_string(&StageTotals::of(&e.timeline().spans())).unwrap_or_default()),
+        Request::Cancel { job } => {
+            if e.cancel(job) {
+                Response::Ok(format!("job {job} cancelled"))
+            } else {
+                Response::Error(format!("job {job} is not running (unknown or already ended)"))
+            }
+        }
+        Request::Preload { path } => match e.load_srs(Path::new(&path)) {
+            Ok(srs) => Response::Ok(format!("{path}: loaded ({:?})", srs.origin())),
+            Err(x) => Response::Error(x),
+        },
+        Request::Evict { path } => match e.evict_srs(Path::new(&path)) {
+            Ok(()) => Response::Ok(format!("{path}: evicted")),
+            Err(x) => Response::Error(x),
+        },
+        Request::Pause => {
+            e.set_paused(true);
+            Response::Ok("dispatch paused".into())
+        }
+        Request::Resume => {
+            e.set_paused(false);
+            Response::Ok("dispatch resumed".into())
+        }
+        Request::ProveExample { circuit, size, partitions } => prove_example(sh, &circuit, size, partitions),
+        Request::Wait { job } => {
+            let handle = sh.jobs.lock().ok().and_then(|mut j| j.remove(&job));
+            match handle {
+                None => Response::Error(format!("job {job} was not submitted through this daemon, or was already waited for")),
+                Some(h) => match h.wait() {
+                    Ok(out) => Response::Done { job, proof_bytes: out.to_bytes().len() as u64, wall_ms: out.wall.as_millis() as u64 },
+                    Err(x) => Response::Error(x.to_string()),
+                },
+            }
+        }
+        Request::Drain => {
+            sh.draining.store(true, Ordering::Release);
+            let handles: Vec<JobHandle> = sh.jobs.lock().map(|mut j| j.drain().map(|(_, h)| h).collect()).unwrap_or_default();
+            let n = handles.len();
+            let failed = handles.iter().filter(|h| h.wait().is_err()).count();
+            stop(sh);
+            Response::Ok(format!("drained: {n} job(s) finished ({failed} failed); stopping"))
+        }
+        Request::Shutdown => Response::Ok("stopping".into()),
+    }
+}
+
+fn prove_example(sh: &Arc<Shared>, circuit: &str, size: usize, partitions: usize) -> Response {
+    if sh.draining.load(Ordering::Acquire) {
+        return Response::Error("draining: no new work is accepted".into());
+    }
+    if partitions == 0 {
+        return Response::Error("partitions must be at least 1".into());
+    }
+    let Some(blank) = Example::new(circuit, size, 0) else {
+        return Response::Error(format!("unknown circuit `{circuit}`; choose one of {}", Example::NAMES.join(", ")));
+    };
+    let path = sh.params_dir.join(format!("{circuit}-{size}.params"));
+    if !path.exists() {
+        let made = std::fs::create_dir_all(&sh.params_dir)
+            .map_err(|x| x.to_string())
+            .and_then(|()| generate(blank, 0x5eed).map_err(|x| x.to_string()))
+            .and_then(|p| cuzk_srs::write_params(&path, &p).map_err(|x| x.to_string()));
+        if let Err(x) = made {
+            return Response::Error(format!("parameters for {circuit} {size}: {x}"));
+        }
+    }
+    let srs = match sh.engine.load_srs(&path) {
+        Ok(s) => s,
+        Err(x) => return Response::Error(x),
+    };
+    let circuits: Vec<Example> = (0..partitions).filter_map(|p| Example::new(circuit, size, 1000 + p as u64)).collect();
+    match sh.engine.submit(JobSpec::new(srs, circuits)) {
+        Ok(h) => {
+            let job = h.id;
+            if let Ok(mut j) = sh.jobs.lock() {
+                j.insert(job, h);
+            }
+            Response::Submitted { job }
+        }
+        Err(x) => Response::Error(x),
+    }
+}
