@@ -50,13 +50,13 @@ impl Handler<Collect> for MsmCollector {
         let start = Instant::now();
         let result = self.backend.collect(computed).map_err(|e| e.to_string()).and_then(|sums| {
             let collected = Instant::now();
-            self.timeline.record(key.job, key.partition, "collect", lane, start, collected, 0);
+            self.timeline.record(key, "collect", lane, start, collected, 0);
             let proof = assemble(&sums, ticket.srs.vk(), ticket.r, ticket.s).map_err(|e| e.to_string())?;
             let assembled = Instant::now();
-            self.timeline.record(key.job, key.partition, "assemble", lane, collected, assembled, 0);
+            self.timeline.record(key, "assemble", lane, collected, assembled, 0);
             if self.self_verify {
                 let ok = Verifier::new(ticket.srs.vk()).verify(&proof, &inputs).map_err(|e| e.to_string())?;
-                self.timeline.record(key.job, key.partition, "verify", lane, assembled, Instant::now(), 0);
+                self.timeline.record(key, "verify", lane, assembled, Instant::now(), 0);
                 if !ok {
                     return Err("proof failed self-verification".to_string());
                 }

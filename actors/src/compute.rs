@@ -59,13 +59,13 @@ impl Handler<Compute> for ComputeActor {
         let result = {
             let _turn = self.turns.wait(seq);
             let start = Instant::now();
-            self.timeline.record(key.job, key.partition, "mutex_wait", lane, wait, start, 0);
+            self.timeline.record(key, "mutex_wait", lane, wait, start, 0);
             let mut t = Timings::default();
             let r = self.backend.compute(&ticket.srs, staged, &mut t);
             let end = Instant::now();
-            self.timeline.record(key.job, key.partition, "compute", lane, start, end, 0);
+            self.timeline.record(key, "compute", lane, start, end, 0);
             for (stage, a, b) in t.events {
-                self.timeline.record(key.job, key.partition, stage, lane, a, b, 0);
+                self.timeline.record(key, stage, lane, a, b, 0);
             }
             r
         };

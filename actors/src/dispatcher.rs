@@ -200,7 +200,7 @@ impl Dispatcher {
                 let hint = Shape { constraints: srs.domain_size(), inputs: srs.num_inputs(), aux: srs.l().len() };
                 let result = synth(hint).and_then(|asg| prepare(partition, asg, &srs, &ProveOptions::default()));
                 let end = Instant::now();
-                timeline.record(job, partition, "synth", Lane::default(), start, end, 0);
+                timeline.record(key, "synth", Lane::default(), start, end, 0);
                 addr.do_send(Synthesized { key, result: result.map_err(|e| e.to_string()), at: end });
             });
         }
@@ -238,7 +238,7 @@ impl Dispatcher {
             }
             let now = Instant::now();
             st.first_upload.get_or_insert(now);
-            self.timeline.record(job, partition, "queue", Lane { gpu: Some(gpu), worker: None }, since, now, 0);
+            self.timeline.record(PartKey { job, partition }, "queue", Lane { gpu: Some(gpu), worker: None }, since, now, 0);
             let (r, s) = st.rs[partition];
             let ticket = Ticket { key: PartKey { job, partition }, srs: st.spec_srs.clone(), r, s, cancelled: st.cancelled.clone() };
             self.uploading[gpu] = true;

@@ -6,6 +6,8 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::work::PartKey;
+
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Span {
     pub job: u64,
@@ -44,8 +46,8 @@ impl Timeline {
         t.saturating_duration_since(self.origin).as_micros() as u64
     }
 
-    pub fn record(&self, job: u64, partition: usize, stage: &'static str, lane: Lane, start: Instant, end: Instant, bytes: u64) {
-        let span = Span { job, partition, stage, gpu: lane.gpu, worker: lane.worker, start_us: self.us(start), end_us: self.us(end), bytes };
+    pub fn record(&self, key: PartKey, stage: &'static str, lane: Lane, start: Instant, end: Instant, bytes: u64) {
+        let span = Span { job: key.job, partition: key.partition, stage, gpu: lane.gpu, worker: lane.worker, start_us: self.us(start), end_us: self.us(end), bytes };
         if let Ok(mut v) = self.spans.lock() {
             v.push(span);
         }

@@ -72,9 +72,9 @@ impl Handler<Upload> for UploadActor {
                 }
             };
             let pinned = Instant::now();
-            self.timeline.record(key.job, key.partition, "pin", lane, start, pinned, 0);
+            self.timeline.record(key, "pin", lane, start, pinned, 0);
             let staged = self.backend.stage(&prepared);
-            self.timeline.record(key.job, key.partition, "upload", lane, pinned, Instant::now(), bytes);
+            self.timeline.record(key, "upload", lane, pinned, Instant::now(), bytes);
             // Unpin before the host buffers can be freed: the driver must never hold pages that
             // the allocator may hand out again.
             drop(lease);
@@ -84,7 +84,7 @@ impl Handler<Upload> for UploadActor {
             // Nothing to copy: the partition stays on the host for a backend that computes there
             // (or uploads inside compute).
             let staged = Staged::on_host(prepared);
-            self.timeline.record(key.job, key.partition, "upload", lane, start, Instant::now(), 0);
+            self.timeline.record(key, "upload", lane, start, Instant::now(), 0);
             Ok(staged)
         };
         self.dispatcher.do_send(UploadDone { gpu: self.gpu, key });

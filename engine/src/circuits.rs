@@ -47,13 +47,11 @@ impl Circuit<Scalar> for MulChain {
         let mut x = cs.alloc(|| "x0", || Ok(x_val))?;
         for (i, y_val) in self.ys.iter().enumerate() {
             let y = cs.alloc(|| format!("y{i}"), || Ok(*y_val))?;
-            let (a_val, a_lc): (Scalar, Box<dyn Fn(LinearCombination<Scalar>) -> LinearCombination<Scalar>>) = match publics.get(i) {
-                Some(&p) => (x_val + self.public[i], Box::new(move |lc| lc + x + p)),
-                None => (x_val, Box::new(move |lc| lc + x)),
-            };
+            let p = publics.get(i).copied();
+            let a_val = if p.is_some() { x_val + self.public[i] } else { x_val };
             let z_val = a_val * y_val;
             let z = cs.alloc(|| format!("x{}", i + 1), || Ok(z_val))?;
-            cs.enforce(|| format!("mul{i}"), |lc| a_lc(lc), |lc| lc + y, |lc| lc + z);
+            cs.enforce(|| format!("mul{i}"), |lc| if let Some(p) = p { lc + x + p } else { lc + x }, |lc| lc + y, |lc| lc + z);
             x = z;
             x_val = z_val;
         }

@@ -99,7 +99,7 @@ impl SrsPoint for G2Affine {
 /// on the curve is the caller's contract (the decode cache only ever holds decoded points).
 pub fn cast_points<P: SrsPoint>(bytes: &[u8]) -> Option<&[P]> {
     let size = std::mem::size_of::<P>();
-    if bytes.len() % size != 0 || (bytes.as_ptr() as usize) % std::mem::align_of::<P>() != 0 {
+    if !bytes.len().is_multiple_of(size) || !(bytes.as_ptr() as usize).is_multiple_of(std::mem::align_of::<P>()) {
         return None;
     }
     // SAFETY: length and alignment checked; P is plain old data (arrays of u64 limbs).
@@ -109,7 +109,7 @@ pub fn cast_points<P: SrsPoint>(bytes: &[u8]) -> Option<&[P]> {
 /// Mutable variant of [`cast_points`].
 pub fn cast_points_mut<P: SrsPoint>(bytes: &mut [u8]) -> Option<&mut [P]> {
     let size = std::mem::size_of::<P>();
-    if bytes.len() % size != 0 || (bytes.as_ptr() as usize) % std::mem::align_of::<P>() != 0 {
+    if !bytes.len().is_multiple_of(size) || !(bytes.as_ptr() as usize).is_multiple_of(std::mem::align_of::<P>()) {
         return None;
     }
     // SAFETY: as above; the exclusive borrow of `bytes` moves to the result.

@@ -88,6 +88,7 @@ fn trailing_bytes_and_inconsistent_counts() {
     assert!(matches!(err, SrsError::TrailingBytes { extra: 7, .. }), "{err}");
 }
 
+#[allow(clippy::too_many_arguments)]
 fn point_err(f: &Fixture, name: &str, bytes: &[u8], subgroup: bool, section: &str, index: u64, offset: u64, problem: PointProblem) {
     let err = open_bad(f, name, bytes, subgroup);
     match &err {

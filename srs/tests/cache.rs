@@ -52,7 +52,7 @@ fn cache_reopens_without_decoding_and_rebuilds_when_stale() {
     // A cache asked to serve another source is refused, naming the field.
     let other = dir.path().join("other.params");
     write_params(&other, &common::small(12)).unwrap();
-    let err = Srs::open_cache(cache_path_beside(&path), &other, &opts).err().expect("foreign cache accepted");
+    let err = Srs::open_cache(cache_path_beside(&path), &other, &opts).expect_err("foreign cache accepted");
     assert!(matches!(err, SrsError::CacheMismatch { field: "verifying-key hash", .. }), "{err}");
     assert!(err.to_string().contains("does not belong to"), "{err}");
 
