@@ -172,6 +172,11 @@ impl Backend for PipelinedGpu {
     }
 
     fn stage(&self, p: &Prepared) -> Result<Staged> {
+        if p.msm_chunk.is_some() {
+            // The small-memory tier: too large to stage whole; `compute` runs the heavy steps one
+            // by one with the bases streamed in chunks.
+            return Ok(Staged::on_host(p.clone()));
+        }
         let n = p.a.len();
         if n < 2 || !n.is_power_of_two() || p.b.len() != n || p.c.len() != n {
             return Err(backend_err(format!("stage: a, b, c have {}, {}, {} elements; need one power of two ≥ 2", n, p.b.len(), p.c.len())));
