@@ -32,6 +32,9 @@ use crate::work::{PartKey, Ticket};
 
 type Order = (Reverse<Priority>, JobId, usize);
 
+/// How many recent dispatches `Status` reports (a long-running daemon must not grow without end).
+const DISPATCH_LOG: usize = 4096;
+
 struct InFlight {
     host: Option<ReservationId>,
     vram: Option<(usize, ReservationId)>,
@@ -78,8 +81,8 @@ pub struct Dispatcher {
     ready: BTreeSet<Order>,
     synth_pool: Arc<rayon::ThreadPool>,
     timeline: Timeline,
-    /// Order in which partitions were handed to uploaders (tests check priorities with it).
-    dispatch_log: Vec<PartKey>,
+    /// The last partitions handed to uploaders, in order (at most `DISPATCH_LOG` of them).
+    dispatch_log: std::collections::VecDeque<PartKey>,
     paused: bool,
 }
 
@@ -104,7 +107,7 @@ impl Dispatcher {
             ready: BTreeSet::new(),
             synth_pool: Arc::new(pool),
             timeline,
-            dispatch_log: Vec::new(),
+            dispatch_log: std::collections::VecDeque::new(),
             paused: false,
         })
     }
@@ -243,7 +246,10 @@ impl Dispatcher {
             let ticket = Ticket { key: PartKey { job, partition }, srs: st.spec_srs.clone(), r, s, cancelled: st.cancelled.clone() };
             self.uploading[gpu] = true;
             self.staged[gpu] += 1;
-            self.dispatch_log.push(ticket.key);
+            if self.dispatch_log.len() == DISPATCH_LOG {
+                self.dispatch_log.pop_front();
+            }
+            self.dispatch_log.push_back(ticket.key);
             self.uploaders[gpu].do_send(Upload { ticket, prepared, bytes });
         }
     }
@@ -499,9 +505,23 @@ impl From<&Budget> for BudgetStatus {
     }
 }
 
+/// One live job.
+#[derive(Debug, Clone, Serialize)]
+pub struct JobInfo {
+    pub id: JobId,
+    pub priority: Priority,
+    pub partitions: usize,
+    pub done: usize,
+    /// Partitions holding memory: synthesizing, waiting for a GPU, staged or computing.
+    pub in_flight: usize,
+    pub cancelled: bool,
+    pub age_ms: u64,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Status {
     pub jobs: usize,
+    pub job_list: Vec<JobInfo>,
     pub queued_synthesis: usize,
     pub queued_dispatch: usize,
     pub in_flight: usize,
@@ -520,6 +540,23 @@ impl Handler<GetStatus> for Dispatcher {
     fn handle(&mut self, msg: GetStatus, _: &mut Context<Self>) {
         let _ = msg.0.send(Status {
             jobs: self.jobs.len(),
+            job_list: {
+                let mut v: Vec<JobInfo> = self
+                    .jobs
+                    .iter()
+                    .map(|(id, j)| JobInfo {
+                        id: *id,
+                        priority: j.priority,
+                        partitions: j.done.len(),
+                        done: j.done.len() - j.remaining,
+                        in_flight: j.in_flight.len(),
+                        cancelled: j.cancelled.load(Ordering::Acquire),
+                        age_ms: j.submitted.elapsed().as_millis() as u64,
+                    })
+                    .collect();
+                v.sort_by_key(|j| j.id);
+                v
+            },
             queued_synthesis: self.synth_queue.len(),
             queued_dispatch: self.ready.len(),
             in_flight: self.jobs.values().map(|j| j.in_flight.len()).sum(),

@@ -1,6 +1,7 @@
 //! The timeline: a span for every stage of every partition, exported as JSON and drawn as a
 //! self-contained SVG waterfall; stage totals under the pipeline's names.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -21,12 +22,16 @@ pub struct Span {
     pub bytes: u64,
 }
 
-/// Shared, append-only span log (cheap to clone).
+/// Shared span log (cheap to clone), keeping the most recent `MAX_SPANS` spans so a daemon that
+/// runs for months does not grow without end.
 #[derive(Clone)]
 pub struct Timeline {
     origin: Instant,
-    spans: Arc<Mutex<Vec<Span>>>,
+    spans: Arc<Mutex<VecDeque<Span>>>,
 }
+
+/// About 25 MB of spans: hours of a busy GPU.
+pub const MAX_SPANS: usize = 1 << 18;
 
 impl Default for Timeline {
     fn default() -> Self {
@@ -49,12 +54,15 @@ impl Timeline {
     pub fn record(&self, key: PartKey, stage: &'static str, lane: Lane, start: Instant, end: Instant, bytes: u64) {
         let span = Span { job: key.job, partition: key.partition, stage, gpu: lane.gpu, worker: lane.worker, start_us: self.us(start), end_us: self.us(end), bytes };
         if let Ok(mut v) = self.spans.lock() {
-            v.push(span);
+            if v.len() == MAX_SPANS {
+                v.pop_front();
+            }
+            v.push_back(span);
         }
     }
 
     pub fn spans(&self) -> Vec<Span> {
-        self.spans.lock().map(|v| v.clone()).unwrap_or_default()
+        self.spans.lock().map(|v| v.iter().cloned().collect()).unwrap_or_default()
     }
 
     pub fn clear(&self) {

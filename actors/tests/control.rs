@@ -55,7 +55,7 @@ fn daemon_serves_control_requests_and_survives_bad_ones() {
     assert_eq!(std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777, 0o600, "socket not 0600");
 
     let Response::Json(status) = call(&socket, &Request::Status).unwrap() else { panic!("status") };
-    assert!(status.contains("\"vram\"") && status.contains("pinned_bytes"), "{status}");
+    assert!(status.contains("\"vram\"") && status.contains("pinned_bytes") && status.contains("job_list"), "{status}");
 
     // Malformed input: garbage payload, wrong version, oversized length, truncated frame.
     let mut garbage = vec![0, 0, 0, 6, 0, proto::VERSION as u8];

@@ -223,7 +223,9 @@ fn priority_classes_then_oldest_job_then_lowest_partition() {
         .enumerate()
         .map(|(j, (p, n))| engine.submit(JobSpec::new(srs.clone(), circuits(j as u64, *n)).priority(*p)).unwrap())
         .collect();
-    wait_until(&engine, "synthesis of every partition", |s| s.queued_dispatch == 9);
+    let st = wait_until(&engine, "synthesis of every partition", |s| s.queued_dispatch == 9);
+    assert_eq!(st.job_list.iter().map(|j| (j.partitions, j.done, j.in_flight)).collect::<Vec<_>>(), vec![(2, 0, 2), (2, 0, 2), (2, 0, 2), (2, 0, 2), (1, 0, 1)]);
+    assert_eq!(st.job_list[2].priority, Priority::High);
     engine.set_paused(false);
     for h in &handles {
         h.wait().unwrap();
