@@ -19,6 +19,7 @@ run: build
 test:
 	$(CARGO) test --release --workspace
 	$(CARGO) run --release -q -p cuzk-examples --bin custom-circuit
+	$(CARGO) run --release -q -p cuzk-examples --bin embed-engine
 
 bench: build
 	$(BIN) bench cpu
