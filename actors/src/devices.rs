@@ -18,8 +18,8 @@ pub struct Devices {
     pub pin: Box<dyn PinApi>,
     /// One line for logs: what was chosen and, for a fallback, why.
     pub description: String,
-    /// Whether the GPUs keep the SRS resident (`PipelinedGpu`); then each GPU's free memory
-    /// already has the resident bases and one MSM's scratch taken off.
+    /// Whether the GPUs keep the SRS resident (`PipelinedGpu`); the dispatcher then reserves
+    /// each GPU's resident bases and one MSM's scratch (`EngineConfig::srs_resident`).
     pub srs_resident: bool,
 }
 
@@ -38,7 +38,7 @@ fn cpu(why: Option<String>) -> Devices {
 }
 
 /// `resident`: bytes the SRS keeps on each GPU when resident (bases plus one MSM's scratch), if
-/// known; `reserve`: bytes left free for the driver.
+/// known (it decides `auto`); `reserve`: bytes left free for the driver.
 fn cuda(residency: Residency, resident: Option<u64>, reserve: u64) -> Result<Devices, String> {
     probe()?;
     let count = cudarc::driver::CudaContext::device_count().map_err(|e| format!("cuDeviceGetCount: {e:?}"))? as usize;
@@ -72,7 +72,7 @@ fn cuda(residency: Residency, resident: Option<u64>, reserve: u64) -> Result<Dev
         let (f, total) = ctx.mem_get_info().map_err(|e| format!("cuMemGetInfo on GPU {i}: {e:?}"))?;
         names.push(format!("{} ({} of {} MiB free{})", dev.name, f >> 20, total >> 20, if staging { ", staged, resident SRS" } else { "" }));
         pin_ctx.get_or_insert(ctx);
-        free.push(if staging { (f as u64).saturating_sub(resident.unwrap_or(0)) } else { f as u64 });
+        free.push(f as u64);
         backends.push(b);
     }
     let ctx = pin_ctx.ok_or("no CUDA GPU")?;

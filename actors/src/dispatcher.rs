@@ -69,6 +69,8 @@ pub struct Dispatcher {
     uploading: Vec<bool>,
     /// Partitions dispatched to each GPU whose compute has not ended.
     staged: Vec<usize>,
+    /// With `srs_resident`: the SRS whose bases each GPU holds, and their reservation.
+    resident: Vec<Option<(std::sync::Weak<cuzk_srs::Srs>, ReservationId, u64)>>,
     /// How many may be: one per worker, plus one being uploaded ahead. The rest wait here, in
     /// order, so the next partition is chosen when a slot frees, not when it was synthesized.
     depth: usize,
@@ -97,6 +99,7 @@ impl Dispatcher {
             uploaders: Vec::new(),
             uploading: vec![false; cfg.vram_capacity.len()],
             staged: vec![0; cfg.vram_capacity.len()],
+            resident: vec![None; cfg.vram_capacity.len()],
             depth: cfg.workers_per_gpu + 1,
             vram: cfg.vram_capacity.iter().enumerate().map(|(i, c)| Budget::new(format!("vram{i}"), *c)).collect(),
             host: Budget::new("host", cfg.host_capacity),
@@ -209,6 +212,31 @@ impl Dispatcher {
         }
     }
 
+    /// Makes `srs` the SRS resident on `gpu`: its bases and one MSM's scratch are reserved there
+    /// until another SRS takes its place, which happens only when nothing is staged on the GPU.
+    /// `Some(bytes)` when resident, `None` to wait.
+    fn make_resident(&mut self, gpu: usize, srs: &Arc<cuzk_srs::Srs>) -> Result<Option<u64>, String> {
+        let d = Dims::of(srs);
+        let need = d.bases() + d.msm_scratch();
+        if let Some((weak, res, bytes)) = &self.resident[gpu] {
+            if weak.upgrade().is_some_and(|r| Arc::ptr_eq(&r, srs)) {
+                return Ok(Some(*bytes));
+            }
+            if self.staged[gpu] > 0 {
+                return Ok(None);
+            }
+            self.vram[gpu].release(*res);
+            self.resident[gpu] = None;
+        }
+        if need > self.vram[gpu].capacity() {
+            return Err(format!("the parameters need {need} bytes resident on GPU {gpu}, more than its whole budget ({} bytes)", self.vram[gpu].capacity()));
+        }
+        Ok(self.vram[gpu].try_reserve(need).map(|id| {
+            self.resident[gpu] = Some((Arc::downgrade(srs), id, need));
+            need
+        }))
+    }
+
     fn dispatch(&mut self) {
         'gpus: for gpu in 0..self.uploaders.len() {
             if self.uploading[gpu] || self.staged[gpu] >= self.depth {
@@ -217,12 +245,24 @@ impl Dispatcher {
             // Strict order: only the head of the ready queue may go next.
             let Some(&order) = self.ready.first() else { return };
             let (_, job, partition) = order;
-            let Some(st) = self.jobs.get_mut(&job) else {
+            let Some(srs) = self.jobs.get(&job).map(|st| st.spec_srs.clone()) else {
                 self.ready.remove(&order);
                 continue 'gpus;
             };
-            let dims = Dims::of(&st.spec_srs);
-            let Some((tier, bytes)) = choose(&dims, self.vram[gpu].capacity(), self.srs_resident) else {
+            let mut room = self.vram[gpu].capacity();
+            if self.srs_resident {
+                match self.make_resident(gpu, &srs) {
+                    Ok(Some(resident)) => room -= resident,
+                    Ok(None) => continue 'gpus,
+                    Err(what) => {
+                        self.fail(job, JobError::Rejected { job, what });
+                        return;
+                    }
+                }
+            }
+            let Some(st) = self.jobs.get_mut(&job) else { continue 'gpus };
+            let dims = Dims::of(&srs);
+            let Some((tier, bytes)) = choose(&dims, room, self.srs_resident) else {
                 let what = format!("a partition needs more device memory than GPU {gpu}'s whole budget ({} bytes), even in the chunked tier", self.vram[gpu].capacity());
                 self.fail(job, JobError::Rejected { job, what });
                 return;

@@ -31,7 +31,9 @@ pub struct EngineConfig {
     pub vram_budget: Vec<u64>,
     /// Host bytes that synthesized partitions may hold before synthesis waits.
     pub host_budget: u64,
-    /// Keep each SRS resident on the device (partitions then reserve only their own buffers).
+    /// The backends keep the SRS resident on each device: the dispatcher reserves its bases and
+    /// one MSM's scratch per GPU (swapped only when the GPU is idle), partitions only their own
+    /// buffers.
     pub srs_resident: bool,
     pub synth_threads: usize,
     /// Pinning granularity: large ranges are registered in chunks of this many bytes.

@@ -172,6 +172,39 @@ fn partitions_spread_over_several_gpus_and_results_keep_partition_order() {
 }
 
 #[test]
+fn a_resident_srs_is_reserved_once_per_gpu_and_swapped_only_when_idle() {
+    let (a, b) = (srs(), Arc::new(Srs::from_parameters(&generate(MulChain::random(M, 2, 0), 10).unwrap())));
+    let d = Dims::of(&a);
+    let resident = d.bases() + d.msm_scratch();
+    let part = d.device(Tier::Full, true);
+    let budget = resident + 2 * part;
+    let (engine, stats) = engine(EngineConfig { vram_budget: vec![budget], srs_resident: true, ..EngineConfig::default() });
+    let ja = engine.submit(JobSpec::new(a.clone(), circuits(1, 3))).unwrap();
+    let jb = engine.submit(JobSpec::new(b.clone(), circuits(2, 3))).unwrap();
+    let ja2 = engine.submit(JobSpec::new(a.clone(), circuits(3, 2))).unwrap();
+    for h in [&ja, &jb, &ja2] {
+        h.wait().unwrap();
+    }
+    let st = wait_until(&engine, "partitions released", |s| s.in_flight == 0 && s.vram[0].reservations == 1);
+    assert_eq!(st.vram[0].reserved, resident, "the resident SRS stays reserved, and only it");
+    assert!(st.vram[0].high_water <= budget && st.vram[0].high_water >= resident + part);
+    let start = Instant::now();
+    while engine.pinned().unwrap() != (0, 0) {
+        assert!(start.elapsed() < Duration::from_secs(10), "pinned memory stayed registered");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    {
+        let st = stats.lock().unwrap();
+        assert!(st.registers > 0 && st.registers == st.unregisters, "{st:?}");
+    }
+
+    // Parameters too large to be resident at all: a clear rejection.
+    let (tiny, _) = engine_on(EngineConfig { vram_budget: vec![resident / 2], srs_resident: true, ..EngineConfig::default() }, true);
+    let err = tiny.submit(JobSpec::new(a.clone(), circuits(4, 1))).unwrap().wait().unwrap_err();
+    assert!(err.to_string().contains("resident"), "{err}");
+}
+
+#[test]
 fn a_budget_under_three_partitions_is_never_exceeded() {
     let srs = srs();
     let part = Dims::of(&srs).device(Tier::Full, false);
