@@ -98,10 +98,6 @@ fn foreign(backend: &str, what: &str) -> EngineError {
     EngineError::Backend { backend: backend.into(), what: format!("partition was {what} by another backend") }
 }
 
-fn ms(start: Instant) -> f64 {
-    start.elapsed().as_secs_f64() * 1e3
-}
-
 /// H, then each query as `msm(bases, tail) + batch_add(bases, ones)`.
 pub fn run_steps<B: Backend + ?Sized>(b: &B, srs: &Srs, p: Prepared, t: &mut Timings) -> Result<Sums, EngineError> {
     let Prepared { a, b: b_evals, c, l, a_query, b_query, msm_chunk, .. } = p;
@@ -110,18 +106,15 @@ pub fn run_steps<B: Backend + ?Sized>(b: &B, srs: &Srs, p: Prepared, t: &mut Tim
     let h_coeffs = b.compute_h(a, b_evals, c)?;
     let h = b.msm_g1(srs.h(), &h_coeffs)?;
     drop(h_coeffs);
-    t.ntt_msm_h_ms += ms(start);
-    t.events.push(("ntt_msm_h", start, Instant::now()));
+    t.step("ntt_msm_h", start);
     let g1 = |bases: &[G1Affine], split: &Split, t: &mut Timings| -> Result<G1Projective, EngineError> {
         let start = Instant::now();
         let mut acc = msm_chunked(bases, &split.tail, chunk, |x, y| b.msm_g1(x, y))?;
-        t.tail_msm_ms += ms(start);
-        t.events.push(("tail_msm", start, Instant::now()));
+        t.step("tail_msm", start);
         if split.ones.count_ones() > 0 {
             let start = Instant::now();
             acc += b.batch_add_g1(bases, split.ones.words())?;
-            t.batch_add_ms += ms(start);
-            t.events.push(("batch_add", start, Instant::now()));
+            t.step("batch_add", start);
         }
         Ok(acc)
     };
@@ -133,8 +126,7 @@ pub fn run_steps<B: Backend + ?Sized>(b: &B, srs: &Srs, p: Prepared, t: &mut Tim
     if b_query.ones.count_ones() > 0 {
         b_g2 += b.batch_add_g2(srs.b_g2(), b_query.ones.words())?;
     }
-    t.b_g2_msm_ms += ms(start);
-    t.events.push(("b_g2_msm", start, Instant::now()));
+    t.step("b_g2_msm", start);
     Ok(Sums { h, l, a, b_g1, b_g2 })
 }
 

@@ -25,6 +25,21 @@ pub struct Timings {
 }
 
 impl Timings {
+    /// Records a heavy step that ran from `start` until now: its event for the timeline, and its
+    /// time under the stage's total (`ntt_msm_h`, `tail_msm`, `batch_add`, `b_g2_msm`).
+    pub fn step(&mut self, stage: &'static str, start: Instant) {
+        let end = Instant::now();
+        let ms = (end - start).as_secs_f64() * 1e3;
+        match stage {
+            "ntt_msm_h" => self.ntt_msm_h_ms += ms,
+            "tail_msm" => self.tail_msm_ms += ms,
+            "batch_add" => self.batch_add_ms += ms,
+            "b_g2_msm" => self.b_g2_msm_ms += ms,
+            _ => {}
+        }
+        self.events.push((stage, start, end));
+    }
+
     /// `name=value` pairs, one line.
     pub fn line(&self) -> String {
         format!(

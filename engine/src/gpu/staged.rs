@@ -213,7 +213,6 @@ impl Backend for PipelinedGpu {
         // to the next upload as soon as they are freed: on every way out of here (errors too), wait
         // for this stream's kernels before they drop. Declared after `on`, so it drops first.
         let _quiet = QuietOnDrop(dev);
-        let first_event = t.events.len();
         let r = self.resident(srs)?;
         let n = 1u64 << on.log_n;
         if srs.h().len() as u64 != n - 1 {
@@ -229,16 +228,16 @@ impl Backend for PipelinedGpu {
         let h = msm_g1_device(dev, &r.h, &on.b, n - 1)?;
         // The MSM's result download synchronised the stream: a, b, c are no longer in use.
         drop((on.a, on.b, on.c));
-        t.events.push(("ntt_msm_h", start, Instant::now()));
+        t.step("ntt_msm_h", start);
 
         let g1 = |bases: &DevBuf, s: &DeviceSplit, t: &mut Timings| -> Result<G1Projective> {
             let start = Instant::now();
             let mut acc = msm_g1_device(dev, bases, &s.tail, s.n)?;
-            t.events.push(("tail_msm", start, Instant::now()));
+            t.step("tail_msm", start);
             if let Some(bits) = &s.ones {
                 let start = Instant::now();
                 acc += batch_add_g1_device(dev, bases, bits, s.n)?;
-                t.events.push(("batch_add", start, Instant::now()));
+                t.step("batch_add", start);
             }
             Ok(acc)
         };
@@ -250,17 +249,7 @@ impl Backend for PipelinedGpu {
         if let Some(bits) = &on.b_query.ones {
             b_g2 += batch_add_g2_device(dev, &r.b_g2, bits, on.b_query.n)?;
         }
-        t.events.push(("b_g2_msm", start, Instant::now()));
-        for (stage, a, b) in &t.events[first_event..] {
-            let ms = (*b - *a).as_secs_f64() * 1e3;
-            match *stage {
-                "ntt_msm_h" => t.ntt_msm_h_ms += ms,
-                "tail_msm" => t.tail_msm_ms += ms,
-                "batch_add" => t.batch_add_ms += ms,
-                "b_g2_msm" => t.b_g2_msm_ms += ms,
-                _ => {}
-            }
-        }
+        t.step("b_g2_msm", start);
         Ok(Computed { index, public_inputs, payload: Box::new(Sums { h, l, a, b_g1, b_g2 }) })
     }
 }
