@@ -68,10 +68,7 @@ impl Srs {
     /// proving sections from the decode cache, (re)building the cache when it is missing or stale.
     pub fn open(path: impl AsRef<Path>, opts: &OpenOptions) -> Result<Srs, SrsError> {
         let path = path.as_ref();
-        let file = File::open(path).map_err(|e| SrsError::io(path, e))?;
-        // SAFETY: parameter files are read-only inputs; we never write through this map.
-        let bytes = unsafe { Mmap::map(&file) }.map_err(|e| SrsError::io(path, e))?;
-        let layout = Layout::parse(path, &bytes)?;
+        let (file, bytes, layout) = map_source(path)?;
         let vk = decode_vk(path, &bytes, &layout)?;
         let subgroup = opts.subgroup_check;
 
@@ -117,10 +114,7 @@ impl Srs {
     /// Opens a decode cache that must belong to `source` (no fallback: a mismatch is an error).
     pub fn open_cache(cache_path: impl AsRef<Path>, source: impl AsRef<Path>, opts: &OpenOptions) -> Result<Srs, SrsError> {
         let (cache_path, source) = (cache_path.as_ref(), source.as_ref());
-        let file = File::open(source).map_err(|e| SrsError::io(source, e))?;
-        // SAFETY: read-only input.
-        let bytes = unsafe { Mmap::map(&file) }.map_err(|e| SrsError::io(source, e))?;
-        let layout = Layout::parse(source, &bytes)?;
+        let (file, bytes, layout) = map_source(source)?;
         let vk = decode_vk(source, &bytes, &layout)?;
         let binding = Binding::of_source(source, &file, &bytes, &layout, opts.subgroup_check)?;
         let (map, ranges) = cache::open(cache_path, source, &binding)?;
@@ -226,10 +220,7 @@ pub fn cache_path(path: &Path, opts: &OpenOptions) -> Option<PathBuf> {
 
 /// Validates `path`'s layout and reports the state of its decode cache (for `cuzk srs inspect`).
 pub fn inspect(path: &Path, opts: &OpenOptions) -> Result<(Layout, CacheState), SrsError> {
-    let file = File::open(path).map_err(|e| SrsError::io(path, e))?;
-    // SAFETY: read-only input.
-    let bytes = unsafe { Mmap::map(&file) }.map_err(|e| SrsError::io(path, e))?;
-    let layout = Layout::parse(path, &bytes)?;
+    let (file, bytes, layout) = map_source(path)?;
     let Some(cache) = cache_path(path, opts) else {
         return Ok((layout, CacheState::Disabled));
     };
@@ -249,6 +240,15 @@ pub fn cache_path_beside(path: &Path) -> PathBuf {
 
 fn cache_file_name(path: &Path) -> String {
     format!("{}.cuzk-cache", path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default())
+}
+
+/// Opens and maps a parameter file and validates its layout (nothing is decoded yet).
+fn map_source(path: &Path) -> Result<(File, Mmap, Layout), SrsError> {
+    let file = File::open(path).map_err(|e| SrsError::io(path, e))?;
+    // SAFETY: parameter files are read-only inputs; we never write through this map.
+    let bytes = unsafe { Mmap::map(&file) }.map_err(|e| SrsError::io(path, e))?;
+    let layout = Layout::parse(path, &bytes)?;
+    Ok((file, bytes, layout))
 }
 
 fn decode_vk(path: &Path, bytes: &[u8], layout: &Layout) -> Result<VerifyingKey<Bls12>, SrsError> {
