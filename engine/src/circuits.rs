@@ -291,6 +291,15 @@ pub enum Example {
 }
 
 impl Example {
+    /// Seed of the local setup for the examples (fixed, so a parameter file is reused by every
+    /// tool that proves examples: `cuzk prove`, `bench`, the daemon).
+    pub const SETUP_SEED: u64 = 0x5eed;
+
+    /// The parameter file of example `name` at `size` inside `dir`.
+    pub fn params_path(dir: &std::path::Path, name: &str, size: usize) -> std::path::PathBuf {
+        dir.join(format!("{name}-{size}.params"))
+    }
+
     pub const NAMES: [&'static str; 6] = ["mulchain", "many-inputs", "bits", "no-aux", "c-only", "sha256"];
 
     /// The example `name` at `size` (its meaning per circuit: log2 of the domain for `mulchain`,

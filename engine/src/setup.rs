@@ -108,17 +108,22 @@ pub fn generate<C: Circuit<Scalar> + Clone>(circuit: C, seed: u64) -> Result<Par
     generate_with(circuit, &mut rng)
 }
 
-/// Opens the parameters at `path`, generating and writing them first if the file is absent.
-/// Returns the opened set and whether it was generated now.
-pub fn open_or_generate<C: Circuit<Scalar> + Clone>(path: &Path, circuit: C, seed: u64, opts: &OpenOptions) -> Result<(Srs, bool), EngineError> {
+/// Writes parameters for `circuit` (seeded by `seed`) to `path` unless the file exists; returns
+/// whether they were generated now.
+pub fn ensure_params<C: Circuit<Scalar> + Clone>(path: &Path, circuit: C, seed: u64) -> Result<bool, EngineError> {
     if path.exists() {
-        return Ok((Srs::open(path, opts)?, false));
+        return Ok(false);
     }
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| EngineError::Other(format!("{}: {e}", dir.display())))?;
     }
-    let params = generate(circuit, seed)?;
-    write_params(path, &params)?;
-    Ok((Srs::open(path, opts)?, true))
+    write_params(path, &generate(circuit, seed)?)?;
+    Ok(true)
 }
 
+/// Opens the parameters at `path`, generating and writing them first if the file is absent.
+/// Returns the opened set and whether it was generated now.
+pub fn open_or_generate<C: Circuit<Scalar> + Clone>(path: &Path, circuit: C, seed: u64, opts: &OpenOptions) -> Result<(Srs, bool), EngineError> {
+    let generated = ensure_params(path, circuit, seed)?;
+    Ok((Srs::open(path, opts)?, generated))
+}

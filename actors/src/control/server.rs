@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use cuzk_engine::circuits::Example;
-use cuzk_engine::setup::generate;
+use cuzk_engine::setup::ensure_params;
 
 use super::proto::{read, write, FrameError, Request, Response};
 use crate::engine::Engine;
@@ -216,15 +216,9 @@ fn prove_example(sh: &Arc<Shared>, circuit: &str, size: usize, partitions: usize
     let Some(blank) = Example::new(circuit, size, 0) else {
         return Response::Error(format!("unknown circuit `{circuit}`; choose one of {}", Example::NAMES.join(", ")));
     };
-    let path = sh.params_dir.join(format!("{circuit}-{size}.params"));
-    if !path.exists() {
-        let made = std::fs::create_dir_all(&sh.params_dir)
-            .map_err(|x| x.to_string())
-            .and_then(|()| generate(blank, 0x5eed).map_err(|x| x.to_string()))
-            .and_then(|p| cuzk_srs::write_params(&path, &p).map_err(|x| x.to_string()));
-        if let Err(x) = made {
-            return Response::Error(format!("parameters for {circuit} {size}: {x}"));
-        }
+    let path = Example::params_path(&sh.params_dir, circuit, size);
+    if let Err(x) = ensure_params(&path, blank, Example::SETUP_SEED) {
+        return Response::Error(format!("parameters for {circuit} {size}: {x}"));
     }
     let srs = match sh.engine.load_srs(&path) {
         Ok(s) => s,

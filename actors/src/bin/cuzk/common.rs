@@ -1,6 +1,6 @@
 //! Pieces the subcommands share: picking an example circuit and its parameter file.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use cuzk_engine::circuits::Example;
@@ -9,8 +9,6 @@ use cuzk_srs::{OpenOptions, Srs};
 
 pub type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
-/// Seed of the local setup for example circuits (fixed, so a parameter file can be reused).
-pub const SETUP_SEED: u64 = 0x5eed;
 
 pub fn example(name: &str, size: Option<usize>, seed: u64) -> Result<(Example, usize)> {
     let size = size.unwrap_or_else(|| Example::default_size(name));
@@ -19,19 +17,15 @@ pub fn example(name: &str, size: Option<usize>, seed: u64) -> Result<(Example, u
     Ok((ex, size))
 }
 
-pub fn params_path(dir: &Path, name: &str, size: usize) -> PathBuf {
-    dir.join(format!("{name}-{size}.params"))
-}
-
 /// Opens (or generates, the first time) the parameters of example `name` at `size`.
 pub fn example_params(dir: &Path, name: &str, size: usize, opts: &OpenOptions) -> Result<Srs> {
-    let path = params_path(dir, name, size);
+    let path = Example::params_path(dir, name, size);
     let (ex, _) = example(name, Some(size), 0)?;
     let start = Instant::now();
     if !path.exists() {
         eprintln!("generating parameters for {name} (size {size}) into {} — once; later runs reuse them", path.display());
     }
-    let (srs, generated) = open_or_generate(&path, ex, SETUP_SEED, opts)?;
+    let (srs, generated) = open_or_generate(&path, ex, Example::SETUP_SEED, opts)?;
     eprintln!(
         "parameters {}: {} in {:.2} s ({:?})",
         path.display(),

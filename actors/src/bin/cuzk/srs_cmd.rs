@@ -3,9 +3,10 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use cuzk_engine::circuits::Example;
 use cuzk_srs::{inspect, CacheMode, CacheState, OpenOptions, Srs};
 
-use crate::common::{example, Result, SETUP_SEED};
+use crate::common::{example, Result};
 
 #[derive(clap::Subcommand)]
 pub enum Cmd {
@@ -64,7 +65,7 @@ pub fn run(cmd: Cmd) -> Result<()> {
         Cmd::Generate { circuit, size, out } => {
             let (ex, size) = example(&circuit, size, 0)?;
             let start = Instant::now();
-            let params = cuzk_engine::setup::generate(ex, SETUP_SEED)?;
+            let params = cuzk_engine::setup::generate(ex, Example::SETUP_SEED)?;
             cuzk_srs::write_params(&out, &params)?;
             println!("wrote {} ({circuit}, size {size}) in {:.2} s", out.display(), start.elapsed().as_secs_f64());
         }
