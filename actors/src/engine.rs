@@ -85,7 +85,6 @@ impl Engine {
         let timeline = Timeline::default();
         let (tx, rx) = crossbeam_channel::bounded::<Result<Started, String>>(1);
         let tl = timeline.clone();
-        let pin_api = Arc::new(Mutex::new(Some(pin_api)));
         let thread = std::thread::Builder::new()
             .name("cuzk-actors".into())
             .spawn(move || {
@@ -100,8 +99,8 @@ impl Engine {
                     };
                     let dispatcher = Dispatcher::new(dcfg, tl.clone())?.start();
                     let chunk = cfg.pin_chunk;
-                    let api = pin_api.lock().ok().and_then(|mut g| g.take()).ok_or("pin api taken")?;
-                    let api = Arc::new(Mutex::new(Some(api)));
+                    // The factory is `Fn`; the one pinner thread takes the API out once.
+                    let api = Mutex::new(Some(pin_api));
                     let pinner = SyncArbiter::start(1, move || {
                         let a = api.lock().ok().and_then(|mut g| g.take());
                         HostPinner::new(a.unwrap_or_else(|| Box::new(crate::pinner::CountingPin::default())), chunk)

@@ -46,6 +46,11 @@ impl Dims {
         2 * n * 16 * 4 + (256 << 20)
     }
 
+    /// What a resident SRS holds on each GPU: its bases and one MSM's scratch.
+    pub fn resident(&self) -> u64 {
+        self.bases() + self.msm_scratch()
+    }
+
     /// Host bytes of one synthesized, prepared partition.
     pub fn host(&self) -> u64 {
         3 * self.n * FR + 2 * self.scalars()

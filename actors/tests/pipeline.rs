@@ -175,7 +175,7 @@ fn partitions_spread_over_several_gpus_and_results_keep_partition_order() {
 fn a_resident_srs_is_reserved_once_per_gpu_and_swapped_only_when_idle() {
     let (a, b) = (srs(), Arc::new(Srs::from_parameters(&generate(MulChain::random(M, 2, 0), 10).unwrap())));
     let d = Dims::of(&a);
-    let resident = d.bases() + d.msm_scratch();
+    let resident = d.resident();
     let part = d.device(Tier::Full, true);
     let budget = resident + 2 * part;
     let (engine, stats) = engine(EngineConfig { vram_budget: vec![budget], srs_resident: true, ..EngineConfig::default() });

@@ -72,7 +72,7 @@ pub fn run(a: Args) -> Result<()> {
     for &gw in &a.gpu_workers {
         let d = Dims::of(&srs);
         let reserve = settings.engine.vram_reserve_mib << 20;
-        let dev = devices::open(settings.engine.backend, settings.engine.srs_residency, Some(d.bases() + d.msm_scratch()), reserve)?;
+        let dev = devices::open(settings.engine.backend, settings.engine.srs_residency, Some(d.resident()), reserve)?;
         let mut cfg = settings.engine_config(&dev.free);
         cfg.gpu_workers_per_device = gw.max(1);
         cfg.srs_resident = dev.srs_resident;
