@@ -7,7 +7,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use cuzk_actors::devices;
 use cuzk_actors::settings::Settings;
 use cuzk_actors::tier::{Dims, Tier};
 use cuzk_actors::{Engine, JobError, JobSpec, Priority};
@@ -24,12 +23,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     // The defaults of config/cuzk.toml, with CUZK_* environment overrides.
-    let settings = Settings::load(None)?;
-    let dev = devices::open(settings.engine.backend, settings.engine.srs_residency, None, settings.engine.vram_reserve_mib << 20)?;
-    println!("devices: {}", dev.description);
-    let mut cfg = settings.engine_config(&dev.free);
-    cfg.srs_resident = dev.srs_resident;
-    let engine = Engine::start(cfg, dev.backends, dev.pin)?;
+    // Devices: CUDA GPUs if usable, else the CPU; budgets from their free memory.
+    let (engine, devices) = Engine::from_settings(&Settings::load(None)?, None)?;
+    println!("devices: {devices}");
 
     // The SrsLoader opens each file once and shares it.
     let srs = engine.load_srs(&params)?;

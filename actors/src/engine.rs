@@ -14,6 +14,8 @@ use cuzk_srs::{OpenOptions, Srs};
 
 use crate::collector::MsmCollector;
 use crate::compute::ComputeActor;
+use crate::devices;
+use crate::settings::Settings;
 use crate::dispatcher::{Cancel, Dispatcher, DispatcherConfig, GetStatus, SetPaused, SetUploaders, Status, Submit};
 use crate::job::{JobHandle, JobId, JobSpec};
 use crate::pinner::{HostPinner, PinApi};
@@ -161,6 +163,19 @@ impl Engine {
             .map_err(|e| format!("starting the actor thread: {e}"))?;
         let s = rx.recv().map_err(|_| "the actor system failed to start".to_string())??;
         Ok(Engine { dispatcher: s.dispatcher, pinner: s.pinner, loader: s.loader, system: s.system, thread: Mutex::new(Some(thread)), timeline })
+    }
+
+    /// Starts the engine as `settings` describe it: opens the devices (CUDA GPUs if usable, else
+    /// the CPU, per `engine.backend`), takes the budgets from their free memory, and keeps the SRS
+    /// resident where `engine.srs_residency` says so. `resident` is what a resident SRS needs per
+    /// GPU when the SRS is already known (it decides `auto`). Returns the engine and a line
+    /// describing the devices.
+    pub fn from_settings(settings: &Settings, resident: Option<u64>) -> Result<(Engine, String), String> {
+        let e = &settings.engine;
+        let dev = devices::open(e.backend, e.srs_residency, resident, e.vram_reserve_mib << 20)?;
+        let mut cfg = settings.engine_config(&dev.free);
+        cfg.srs_resident = dev.srs_resident;
+        Ok((Engine::start(cfg, dev.backends, dev.pin)?, dev.description))
     }
 
     pub fn submit(&self, spec: JobSpec) -> Result<JobHandle, String> {

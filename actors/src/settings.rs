@@ -106,6 +106,14 @@ impl Settings {
         Ok(s)
     }
 
+    /// How parameter files are opened (subgroup check, where the decode cache lives).
+    pub fn srs_open(&self) -> OpenOptions {
+        OpenOptions {
+            subgroup_check: self.srs.subgroup_check,
+            cache: if self.srs.cache_dir.is_empty() { CacheMode::Beside } else { CacheMode::Dir(PathBuf::from(&self.srs.cache_dir)) },
+        }
+    }
+
     /// The engine configuration for `devices` GPUs whose budgets are `vram_free` bytes each
     /// (free memory at start; ignored where `vram_budget_mib` is set).
     pub fn engine_config(&self, vram_free: &[u64]) -> EngineConfig {
@@ -119,15 +127,12 @@ impl Settings {
             gpu_workers_per_device: e.gpu_workers_per_device,
             vram_budget,
             host_budget: if e.host_budget_mib == 0 { u64::MAX / 4 } else { mib(e.host_budget_mib) },
-            // Known per device only once the devices are open (`devices::open`), which sets it.
+            // Known only once the devices are open: `Engine::from_settings` sets it.
             srs_resident: false,
             synth_threads: if e.synth_threads == 0 { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2) } else { e.synth_threads },
             pin_chunk: mib(e.pin_chunk_mib.max(1)) as usize,
             self_verify: e.self_verify,
-            srs_open: OpenOptions {
-                subgroup_check: self.srs.subgroup_check,
-                cache: if self.srs.cache_dir.is_empty() { CacheMode::Beside } else { CacheMode::Dir(PathBuf::from(&self.srs.cache_dir)) },
-            },
+            srs_open: self.srs_open(),
             srs_idle_evict: Duration::from_secs(self.srs.idle_evict_s),
         }
     }

@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use cuzk_actors::devices;
 use cuzk_actors::settings::{BackendChoice, Residency, Settings};
 use cuzk_actors::tier::Dims;
 use cuzk_actors::timeline::{busy_fraction, svg, StageTotals};
@@ -67,17 +66,11 @@ pub fn run(a: Args) -> Result<()> {
     if let Some(r) = a.srs_residency {
         settings.engine.srs_residency = r;
     }
-    let srs = Arc::new(example_params(&dir, &a.circuit, size, &settings.engine_config(&[0]).srs_open)?);
+    let srs = Arc::new(example_params(&dir, &a.circuit, size, &settings.srs_open())?);
     let mut summary = Vec::new();
     for &gw in &a.gpu_workers {
-        let d = Dims::of(&srs);
-        let reserve = settings.engine.vram_reserve_mib << 20;
-        let dev = devices::open(settings.engine.backend, settings.engine.srs_residency, Some(d.resident()), reserve)?;
-        let mut cfg = settings.engine_config(&dev.free);
-        cfg.gpu_workers_per_device = gw.max(1);
-        cfg.srs_resident = dev.srs_resident;
-        let backend_name = dev.description.clone();
-        let engine = Engine::start(cfg, dev.backends, dev.pin)?;
+        settings.engine.gpu_workers_per_device = gw.max(1);
+        let (engine, backend_name) = Engine::from_settings(&settings, Some(Dims::of(&srs).resident()))?;
         println!("# backend={backend_name} gpu_workers={gw} jobs={} concurrency={} partitions={} circuit={} size={size}", a.count, a.concurrency, a.partitions, a.circuit);
         let start = Instant::now();
         let mut in_flight = VecDeque::new();

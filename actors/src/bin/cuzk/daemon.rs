@@ -4,7 +4,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use cuzk_actors::control::server::ControlServer;
-use cuzk_actors::devices;
 use cuzk_actors::settings::Settings;
 use cuzk_actors::Engine;
 
@@ -34,11 +33,9 @@ pub fn default_socket() -> PathBuf {
 pub fn run(a: Args) -> Result<()> {
     let settings = Settings::load(a.config.as_deref())?;
     // No SRS is known yet: residency `auto` keeps SRS sets resident on a GPU.
-    let dev = devices::open(settings.engine.backend, settings.engine.srs_residency, None, settings.engine.vram_reserve_mib << 20)?;
-    let mut cfg = settings.engine_config(&dev.free);
-    cfg.srs_resident = dev.srs_resident;
-    eprintln!("cuzk daemon: {}", dev.description);
-    let engine = Arc::new(Engine::start(cfg, dev.backends, dev.pin)?);
+    let (engine, devices) = Engine::from_settings(&settings, None)?;
+    eprintln!("cuzk daemon: {devices}");
+    let engine = Arc::new(engine);
     let socket = a.socket.unwrap_or_else(default_socket);
     let server = ControlServer::start(engine.clone(), &socket, a.params_dir.unwrap_or_else(crate::default_params_dir))?;
     eprintln!("cuzk daemon: listening on {}", socket.display());
