@@ -2,13 +2,14 @@
 //! device→host copies and final reductions), assembles the proof with `r, s`, and verifies it.
 //! It runs beside compute, so partition k is collected while partition k+1 computes.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use actix::prelude::*;
 use cuzk_engine::backend::Computed;
 use cuzk_engine::prover::assemble;
 use cuzk_engine::{Backend, Verifier};
+use cuzk_srs::Srs;
 
 use crate::dispatcher::{Dispatcher, Dropped, PartitionDone};
 use crate::timeline::{Lane, Timeline};
@@ -20,6 +21,26 @@ pub struct MsmCollector {
     pub self_verify: bool,
     pub dispatcher: Addr<Dispatcher>,
     pub timeline: Timeline,
+    /// The prepared verifying key of the last SRS seen (the partitions of a batch share one).
+    pub verifier: Option<(Weak<Srs>, Arc<Verifier>)>,
+}
+
+impl MsmCollector {
+    pub fn new(gpu: usize, backend: Arc<dyn Backend>, self_verify: bool, dispatcher: Addr<Dispatcher>, timeline: Timeline) -> Self {
+        MsmCollector { gpu, backend, self_verify, dispatcher, timeline, verifier: None }
+    }
+
+    /// The verifier of `srs`, prepared once per parameter set rather than once per partition.
+    fn verifier(&mut self, srs: &Arc<Srs>) -> Arc<Verifier> {
+        if let Some((weak, v)) = &self.verifier {
+            if weak.upgrade().is_some_and(|s| Arc::ptr_eq(&s, srs)) {
+                return v.clone();
+            }
+        }
+        let v = Arc::new(Verifier::new(srs.vk()));
+        self.verifier = Some((Arc::downgrade(srs), v.clone()));
+        v
+    }
 }
 
 impl Actor for MsmCollector {
@@ -47,6 +68,7 @@ impl Handler<Collect> for MsmCollector {
             return;
         }
         let inputs = computed.public_inputs.clone();
+        let verifier = self.self_verify.then(|| self.verifier(&ticket.srs));
         let start = Instant::now();
         let result = self.backend.collect(computed).map_err(|e| e.to_string()).and_then(|sums| {
             let collected = Instant::now();
@@ -54,8 +76,8 @@ impl Handler<Collect> for MsmCollector {
             let proof = assemble(&sums, ticket.srs.vk(), ticket.r, ticket.s).map_err(|e| e.to_string())?;
             let assembled = Instant::now();
             self.timeline.record(key, "assemble", lane, collected, assembled, 0);
-            if self.self_verify {
-                let ok = Verifier::new(ticket.srs.vk()).verify(&proof, &inputs).map_err(|e| e.to_string())?;
+            if let Some(verifier) = &verifier {
+                let ok = verifier.verify(&proof, &inputs).map_err(|e| e.to_string())?;
                 self.timeline.record(key, "verify", lane, assembled, Instant::now(), 0);
                 if !ok {
                     return Err("proof failed self-verification".to_string());

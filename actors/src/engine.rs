@@ -113,13 +113,7 @@ impl Engine {
                     for (gpu, backend) in backends.into_iter().enumerate() {
                         let (b, d, t) = (backend.clone(), dispatcher.clone(), tl.clone());
                         let verify = cfg.self_verify;
-                        let collector = SyncArbiter::start(1, move || MsmCollector {
-                            gpu,
-                            backend: b.clone(),
-                            self_verify: verify,
-                            dispatcher: d.clone(),
-                            timeline: t.clone(),
-                        });
+                        let collector = SyncArbiter::start(1, move || MsmCollector::new(gpu, b.clone(), verify, d.clone(), t.clone()));
                         let turns = Arc::new(Turns::default());
                         let next_worker = Arc::new(AtomicUsize::new(0));
                         let (b, d, t) = (backend.clone(), dispatcher.clone(), tl.clone());
