@@ -62,24 +62,20 @@ impl Handler<Upload> for UploadActor {
         }
         let start = Instant::now();
         let staged = if self.backend.stages_on_device() {
-            let lease = match pin_blocking(&self.pinner, ranges(&prepared)) {
-                Ok(l) => l,
-                Err(e) => {
-                    self.dispatcher.do_send(UploadDone { gpu: self.gpu, key });
-                    self.dispatcher.do_send(ComputeDone { gpu: self.gpu, key });
-                    self.dispatcher.do_send(PartitionDone { key, result: Err(format!("pinning host memory: {e}")) });
-                    return;
+            match pin_blocking(&self.pinner, ranges(&prepared)) {
+                Err(e) => Err(format!("pinning host memory: {e}")),
+                Ok(lease) => {
+                    let pinned = Instant::now();
+                    self.timeline.record(key, "pin", lane, start, pinned, 0);
+                    let staged = self.backend.stage(&prepared).map_err(|e| e.to_string());
+                    self.timeline.record(key, "upload", lane, pinned, Instant::now(), bytes);
+                    // Unpin before the host buffers can be freed: the driver must never hold
+                    // pages that the allocator may hand out again.
+                    drop(lease);
+                    drop(prepared);
+                    staged
                 }
-            };
-            let pinned = Instant::now();
-            self.timeline.record(key, "pin", lane, start, pinned, 0);
-            let staged = self.backend.stage(&prepared);
-            self.timeline.record(key, "upload", lane, pinned, Instant::now(), bytes);
-            // Unpin before the host buffers can be freed: the driver must never hold pages that
-            // the allocator may hand out again.
-            drop(lease);
-            drop(prepared);
-            staged
+            }
         } else {
             // Nothing to copy: the partition stays on the host for a backend that computes there
             // (or uploads inside compute).
@@ -94,10 +90,10 @@ impl Handler<Upload> for UploadActor {
                 self.next_seq += 1;
                 self.compute.do_send(Compute { ticket, staged, seq });
             }
-            Err(e) => {
+            Err(what) => {
                 // It will never reach compute: free its slot there too.
                 self.dispatcher.do_send(ComputeDone { gpu: self.gpu, key });
-                self.dispatcher.do_send(PartitionDone { key, result: Err(e.to_string()) });
+                self.dispatcher.do_send(PartitionDone { key, result: Err(what) });
             }
         }
     }
