@@ -1,11 +1,17 @@
-// Pippenger MSM over G1 and G2 with signed c-bit digits.
+// Pippenger MSM over G1 and G2 with signed c-bit digits (c up to 24).
 //
-// 1. msm_digits: each scalar leaves Montgomery form and is cut into nwin signed digits in
-//    [-2^(c-1), 2^(c-1)]; a digit d != 0 goes to bucket |d|-1 of its window (sign in bit 31),
-//    and the bucket's count is incremented.
-// 2. msm_scan: per window, exclusive prefix sums of the bucket counts (bucket offsets).
-// 3. msm_scatter: counting sort of point indices by (window, bucket).
-// 4. msm_accumulate_*: one thread per bucket sums its points (mixed XYZZ additions).
+// 1. msm_histogram: each scalar leaves Montgomery form and is cut into nwin signed digits in
+//    [-2^(c-1), 2^(c-1)]; a digit d != 0 counts towards bucket |d|-1 of its window.
+// 2. msm_tile_sums, msm_scan (over the tile sums), msm_tile_scan: per window, exclusive prefix
+//    sums of the bucket counts (bucket offsets), in coalesced tiles of up to 1024 buckets.
+// 3. msm_scatter: the digits again, and a counting sort of point indices by (window, bucket);
+//    the sign travels in bit 31 of the index.
+// 4. msm_accumulate_*: a fixed share of every window's sorted list per thread (the same number
+//    of mixed additions for every thread, whatever the bucket sizes): a bucket that starts in a
+//    thread's share is summed by that thread into the bucket sums; a bucket that began in an
+//    earlier share leaves this thread's part of it as the thread's "head partial".
+//    msm_fixup_*: the thread where a bucket starts adds the head partials of the threads it
+//    spills into.
 // 5. msm_bucket_reduce_*: per window, segments of buckets are reduced to sum_b (b+1) * S_b with
 //    running sums; the segment's weight offset is applied by double-and-add.
 // 6. reduce_sum_* (batch_add.cu) folds the segment results; the host combines the windows.
@@ -17,36 +23,82 @@
 #define CUZK_G1_MIN_BLOCKS 4
 #endif
 
-extern "C" __global__ void msm_digits(const u32* scalars, u32* digits, u32* counts, u64 n, u32 c,
-                                      u32 nwin) {
-    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    Fr s = Fr::load(scalars + 8 * i).from_mont();
-    const u32 B = 1u << (c - 1);
-    const u32 full = 1u << c;
-    u32 carry = 0;
-    for (u32 w = 0; w < nwin; w++) {
-        u32 bit = w * c;
-        u32 limb = bit >> 5, sh = bit & 31;
+// Walks a scalar's signed digits window by window (the carry of one window feeds the next).
+struct Digits {
+    Fr s;
+    u32 c, carry;
+    __device__ __forceinline__ Digits(const u32* scalar, u32 c_) : s(Fr::load(scalar).from_mont()), c(c_), carry(0) {}
+
+    // Window w's digit as bucket | sign (bit 31), or NO_DIGIT for zero. Call for w = 0, 1, ...
+    __device__ __forceinline__ u32 next(u32 w) {
+        const u32 B = 1u << (c - 1);
+        const u32 full = 1u << c;
+        const u32 bit = w * c;
+        const u32 limb = bit >> 5, sh = bit & 31;
         u64 chunk = 0;
         if (limb < 8) chunk = s.v[limb];
         if (limb + 1 < 8) chunk |= (u64)s.v[limb + 1] << 32;
         u32 d = (u32)((chunk >> sh) & (full - 1)) + carry;
-        u32 out = NO_DIGIT;
         if (d > B) {
             carry = 1;
             d = full - d;  // negative digit, magnitude in [1, B)
-            if (d != 0) out = (d - 1) | 0x80000000u;
-        } else {
-            carry = 0;
-            if (d != 0) out = d - 1;
+            return d != 0 ? ((d - 1) | 0x80000000u) : NO_DIGIT;
         }
-        digits[(u64)w * n + i] = out;
-        if (out != NO_DIGIT) atomicAdd(&counts[(u64)w * B + (out & 0x7fffffffu)], 1u);
+        carry = 0;
+        return d != 0 ? d - 1 : NO_DIGIT;
+    }
+};
+
+extern "C" __global__ void msm_histogram(const u32* scalars, u32* counts, u64 n, u32 c, u32 nwin) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    Digits dg(scalars + 8 * i, c);
+    const u32 B = 1u << (c - 1);
+    for (u32 w = 0; w < nwin; w++) {
+        u32 d = dg.next(w);
+        if (d != NO_DIGIT) atomicAdd(&counts[(u64)w * B + (d & 0x7fffffffu)], 1u);
     }
 }
 
-// One block per window; exclusive prefix sum of counts[w*B .. w*B+B) into offsets.
+// Inclusive prefix sum over the block (blockDim.x a multiple of 32, at most 1024); `total` gets
+// the block's sum.
+__device__ __forceinline__ u32 block_inclusive_scan(u32 v, u32* total) {
+    __shared__ u32 warp_sums[32];
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (u32 d = 1; d < 32; d <<= 1) {
+        u32 o = __shfl_up_sync(0xffffffffu, v, d);
+        if (lane >= d) v += o;
+    }
+    if (lane == 31) warp_sums[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        const u32 nw = blockDim.x >> 5;
+        u32 s = lane < nw ? warp_sums[lane] : 0;
+        for (u32 d = 1; d < 32; d <<= 1) {
+            u32 o = __shfl_up_sync(0xffffffffu, s, d);
+            if (lane >= d) s += o;
+        }
+        if (lane < nw) warp_sums[lane] = s;
+    }
+    __syncthreads();
+    if (warp > 0) v += warp_sums[warp - 1];
+    *total = warp_sums[(blockDim.x >> 5) - 1];
+    return v;
+}
+
+// Block (tile, window): the sum of the window's counts in the tile of blockDim.x buckets.
+extern "C" __global__ void msm_tile_sums(const u32* counts, u32* tile_sums, u32 B) {
+    const u32 tiles = gridDim.x;
+    const u64 w = blockIdx.y;
+    const u32 b = blockIdx.x * blockDim.x + threadIdx.x;
+    u32 v = b < B ? counts[w * B + b] : 0;
+    u32 total;
+    block_inclusive_scan(v, &total);
+    if (threadIdx.x == 0) tile_sums[w * tiles + blockIdx.x] = total;
+}
+
+// One block per window; exclusive prefix sum of counts[w*B .. w*B+B) into offsets (and cursor,
+// when not null). Used on the tile sums, whose count per window is at most 1024 here.
 extern "C" __global__ void msm_scan(const u32* counts, u32* offsets, u32* cursor, u32 B) {
     __shared__ u32 part[1024];
     const u32 w = blockIdx.x;
@@ -68,37 +120,113 @@ extern "C" __global__ void msm_scan(const u32* counts, u32* offsets, u32* cursor
     }
     u32 run = part[tid] - sum;  // exclusive prefix of this thread's chunk
     u32* ow = offsets + (u64)w * B;
-    u32* cu = cursor + (u64)w * B;
-    for (u32 b = lo; b < hi; b++) { ow[b] = run; cu[b] = run; run += cw[b]; }
+    for (u32 b = lo; b < hi; b++) {
+        ow[b] = run;
+        if (cursor) cursor[(u64)w * B + b] = run;
+        run += cw[b];
+    }
 }
 
-extern "C" __global__ void msm_scatter(const u32* digits, u32* cursor, u32* sorted, u64 n, u32 nwin,
-                                       u32 B) {
-    u64 idx = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= n * nwin) return;
-    u32 d = digits[idx];
-    if (d == NO_DIGIT) return;
-    u64 w = idx / n, i = idx - w * n;
-    u32 pos = atomicAdd(&cursor[w * B + (d & 0x7fffffffu)], 1u);
-    sorted[w * n + pos] = (u32)i | (d & 0x80000000u);
+// Block (tile, window): offsets and cursors of the tile's buckets, from the tile's offset.
+extern "C" __global__ void msm_tile_scan(const u32* counts, const u32* tile_offsets, u32* offsets, u32* cursor, u32 B) {
+    const u32 tiles = gridDim.x;
+    const u64 w = blockIdx.y;
+    const u32 b = blockIdx.x * blockDim.x + threadIdx.x;
+    u32 v = b < B ? counts[w * B + b] : 0;
+    u32 total;
+    u32 incl = block_inclusive_scan(v, &total);
+    if (b < B) {
+        u32 o = tile_offsets[w * tiles + blockIdx.x] + incl - v;
+        offsets[w * B + b] = o;
+        cursor[w * B + b] = o;
+    }
+}
+
+extern "C" __global__ void msm_scatter(const u32* scalars, u32* cursor, u32* sorted, u64 n, u32 c, u32 nwin) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    Digits dg(scalars + 8 * i, c);
+    const u32 B = 1u << (c - 1);
+    for (u32 w = 0; w < nwin; w++) {
+        u32 d = dg.next(w);
+        if (d == NO_DIGIT) continue;
+        u32 pos = atomicAdd(&cursor[(u64)w * B + (d & 0x7fffffffu)], 1u);
+        sorted[(u64)w * n + pos] = (u32)i | (d & 0x80000000u);
+    }
+}
+
+// The bucket holding sorted position p of a window: the largest b with offsets[b] <= p (that
+// bucket is never empty, as the next offset is > p). p must be below the window's total.
+__device__ __forceinline__ u32 bucket_at(const u32* ow, u32 B, u32 p) {
+    u32 lo = 0, hi = B;  // invariant: ow[lo] <= p, and ow[hi] > p or hi == B
+    while (hi - lo > 1) {
+        u32 mid = (lo + hi) >> 1;
+        if (ow[mid] <= p) lo = mid; else hi = mid;
+    }
+    return lo;
 }
 
 template <class F, bool INLINE>
-__device__ __forceinline__ void accumulate(const u32* bases, const u32* sorted, const u32* offsets,
-                                           const u32* counts, u32* buckets, u64 n, u32 nwin, u32 B) {
-    u64 idx = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= (u64)nwin * B) return;
-    u64 w = idx / B;
-    const u32* list = sorted + w * n + offsets[idx];
-    const u32 cnt = counts[idx];
+__device__ __forceinline__ void accumulate(const u32* bases, const u32* sorted, const u32* offsets, const u32* counts,
+                                           u32* buckets, u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
+    const u64 tpw = (n + per - 1) / per;  // threads per window
+    const u64 idx = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= tpw * nwin) return;
+    const u64 w = idx / tpw;
+    const u32 t = (u32)(idx - w * tpw);
+    const u32* ow = offsets + w * B;
+    const u32* cw = counts + w * B;
+    const u32 total = ow[B - 1] + cw[B - 1];
+    const u32 lo = t * per;
+    if (lo >= total) return;
+    const u32 hi = min(lo + per, total);
+    const u32* list = sorted + w * n;
+    u32* bw = buckets + (u64)Xyzz<F>::WORDS * (w * B);
+
+    u32 b = bucket_at(ow, B, lo);
+    bool head = ow[b] < lo;  // the run continues a bucket that began in an earlier share
+    u32 run_end = ow[b] + cw[b];
     Xyzz<F> acc = Xyzz<F>::inf();
-    for (u32 k = 0; k < cnt; k++) {
-        u32 e = list[k];
-        Affine<F> p = Affine<F>::load(bases + (u64)Affine<F>::WORDS * (e & 0x7fffffffu));
-        if (e & 0x80000000u) p = p.neg();
-        acc = INLINE ? acc.add_affine_inline(p) : acc.add_affine(p);
+    for (u32 p = lo; p < hi; p++) {
+        if (p == run_end) {
+            if (head) { acc.store(partials + (u64)Xyzz<F>::WORDS * idx); head = false; }
+            else acc.store(bw + (u64)Xyzz<F>::WORDS * b);
+            acc = Xyzz<F>::inf();
+            do { b++; } while (b < B - 1 && cw[b] == 0);
+            run_end = ow[b] + cw[b];
+        }
+        u32 e = list[p];
+        Affine<F> pt = Affine<F>::load(bases + (u64)Affine<F>::WORDS * (e & 0x7fffffffu));
+        if (e & 0x80000000u) pt = pt.neg();
+        acc = INLINE ? acc.add_affine_inline(pt) : acc.add_affine(pt);
     }
-    acc.store(buckets + (u64)Xyzz<F>::WORDS * idx);
+    if (head) acc.store(partials + (u64)Xyzz<F>::WORDS * idx);
+    else acc.store(bw + (u64)Xyzz<F>::WORDS * b);
+}
+
+// Thread (w, t): if the bucket at the last position of t's share starts in that share and runs
+// past it, adds the head partials of the following threads into the bucket's sum.
+template <class F>
+__device__ __forceinline__ void fixup(const u32* offsets, const u32* counts, u32* buckets, const u32* partials, u64 n,
+                                      u32 nwin, u32 B, u32 per) {
+    const u64 tpw = (n + per - 1) / per;
+    const u64 idx = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= tpw * nwin) return;
+    const u64 w = idx / tpw;
+    const u32 t = (u32)(idx - w * tpw);
+    const u32* ow = offsets + w * B;
+    const u32* cw = counts + w * B;
+    const u32 total = ow[B - 1] + cw[B - 1];
+    const u32 lo = t * per;
+    if (lo >= total || lo + per >= total) return;
+    const u32 hi = lo + per;
+    const u32 b = bucket_at(ow, B, hi - 1);
+    const u32 end = ow[b] + cw[b];
+    if (ow[b] < lo || end <= hi) return;
+    u32* slot = buckets + (u64)Xyzz<F>::WORDS * (w * B + b);
+    Xyzz<F> acc = Xyzz<F>::load(slot);
+    for (u64 k = idx + 1; (u64)(k - w * tpw) * per < end; k++) acc = acc.add(Xyzz<F>::load(partials + (u64)Xyzz<F>::WORDS * k));
+    acc.store(slot);
 }
 
 template <class F>
@@ -126,12 +254,20 @@ __device__ __forceinline__ void bucket_reduce(const u32* buckets, u32* out, u32 
 }
 
 extern "C" __global__ void __launch_bounds__(128, CUZK_G1_MIN_BLOCKS) msm_accumulate_g1(const u32* bases, const u32* sorted, const u32* offsets,
-                                             const u32* counts, u32* buckets, u64 n, u32 nwin, u32 B) {
-    accumulate<Fp, true>(bases, sorted, offsets, counts, buckets, n, nwin, B);
+        const u32* counts, u32* buckets, u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
+    accumulate<Fp, true>(bases, sorted, offsets, counts, buckets, partials, n, nwin, B, per);
 }
 extern "C" __global__ void __launch_bounds__(128) msm_accumulate_g2(const u32* bases, const u32* sorted, const u32* offsets,
-                                             const u32* counts, u32* buckets, u64 n, u32 nwin, u32 B) {
-    accumulate<Fp2, false>(bases, sorted, offsets, counts, buckets, n, nwin, B);
+        const u32* counts, u32* buckets, u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
+    accumulate<Fp2, false>(bases, sorted, offsets, counts, buckets, partials, n, nwin, B, per);
+}
+extern "C" __global__ void __launch_bounds__(128) msm_fixup_g1(const u32* offsets, const u32* counts, u32* buckets,
+        const u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
+    fixup<Fp>(offsets, counts, buckets, partials, n, nwin, B, per);
+}
+extern "C" __global__ void __launch_bounds__(128) msm_fixup_g2(const u32* offsets, const u32* counts, u32* buckets,
+        const u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
+    fixup<Fp2>(offsets, counts, buckets, partials, n, nwin, B, per);
 }
 extern "C" __global__ void __launch_bounds__(128) msm_bucket_reduce_g1(const u32* buckets, u32* out, u32 nwin, u32 B, u32 nseg) {
     bucket_reduce<Fp>(buckets, out, nwin, B, nseg);

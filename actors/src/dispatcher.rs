@@ -217,7 +217,7 @@ impl Dispatcher {
     /// `Some(bytes)` when resident, `None` to wait.
     fn make_resident(&mut self, gpu: usize, srs: &Arc<cuzk_srs::Srs>) -> Result<Option<u64>, String> {
         let d = Dims::of(srs);
-        let need = d.resident();
+        let need = d.resident((self.depth - 1).max(1));
         if let Some((weak, res, bytes)) = &self.resident[gpu] {
             if weak.upgrade().is_some_and(|r| Arc::ptr_eq(&r, srs)) {
                 return Ok(Some(*bytes));

@@ -6,6 +6,8 @@
 //!   in halves (two of the three polynomials' worth at once), bases streamed through two
 //!   double-buffered chunks of `chunk` points.
 
+use cuzk_engine::gpu::msm::MsmPlan;
+use cuzk_engine::gpu::points::Curve;
 use cuzk_srs::Srs;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,17 +40,18 @@ impl Dims {
     pub fn bases(&self) -> u64 {
         (self.n.saturating_sub(1) + self.aux + self.a + self.b) * G1 + self.b * G2
     }
-    /// Device scratch of the largest MSM (signed digits and their sorted indices, 4 bytes per
-    /// point per 16-bit window, plus bucket sums). Compute is serialised per GPU, so a GPU needs
-    /// this once, not per partition.
+    /// Device scratch of the largest MSM (sorted point indices, bucket counts and offsets, bucket
+    /// and partial sums, as the CUDA backend plans them).
     pub fn msm_scratch(&self) -> u64 {
-        let n = self.n.max(self.aux).max(self.a).max(self.b);
-        2 * n * 16 * 4 + (256 << 20)
+        let g1 = self.n.saturating_sub(1).max(self.aux).max(self.a).max(self.b);
+        msm_scratch(g1, self.b)
     }
 
-    /// What a resident SRS holds on each GPU: its bases and one MSM's scratch.
-    pub fn resident(&self) -> u64 {
-        self.bases() + self.msm_scratch()
+    /// What a resident SRS holds on each GPU: its bases, and per compute worker (they run
+    /// concurrently) the largest MSM's scratch plus 256 MiB for the folds, batch additions and
+    /// window sums around it.
+    pub fn resident(&self, workers: usize) -> u64 {
+        self.bases() + workers.max(1) as u64 * (self.msm_scratch() + (256 << 20))
     }
 
     /// Host bytes of one synthesized, prepared partition.
@@ -57,10 +60,18 @@ impl Dims {
     }
     pub fn device(&self, tier: Tier, srs_resident: bool) -> u64 {
         match tier {
-            Tier::Full => 3 * self.n * FR + self.scalars() + if srs_resident { 0 } else { self.bases() },
-            Tier::Chunked { chunk } => 2 * self.n * FR + self.scalars() + if srs_resident { 0 } else { 2 * chunk as u64 * G2 },
+            Tier::Full => 3 * self.n * FR + self.scalars() + if srs_resident { 0 } else { self.bases() + self.msm_scratch() },
+            Tier::Chunked { chunk } => {
+                let c = chunk as u64;
+                2 * self.n * FR + self.scalars() + if srs_resident { 0 } else { 2 * c * G2 + msm_scratch(c, c) }
+            }
         }
     }
+}
+
+/// Device scratch of the CUDA backend's largest MSM over `g1` G1 points or `g2` G2 points.
+pub fn msm_scratch(g1: u64, g2: u64) -> u64 {
+    MsmPlan::new(g1, Curve::G1).scratch_bytes().max(MsmPlan::new(g2, Curve::G2).scratch_bytes())
 }
 
 /// The tier a partition takes under a budget of `capacity` bytes: `Full` if it could ever fit,
@@ -74,8 +85,20 @@ pub fn choose(d: &Dims, capacity: u64, srs_resident: bool) -> Option<(Tier, u64)
     if base >= capacity {
         return None;
     }
-    let chunk = if srs_resident { d.n.max(d.aux) as usize } else { ((capacity - base) / (2 * G2)) as usize };
-    if chunk < 256.min(d.n as usize) {
+    let most = d.n.max(d.aux) as usize;
+    let chunk = if srs_resident {
+        most
+    } else {
+        // The largest chunk whose double buffer and MSM scratch fit (both grow with the chunk).
+        let fits = |c: usize| d.device(Tier::Chunked { chunk: c }, false) <= capacity;
+        let (mut lo, mut hi) = (0usize, most.max(1));
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            if fits(mid) { lo = mid } else { hi = mid - 1 }
+        }
+        lo
+    };
+    if chunk < 256.min(d.n as usize) || d.device(Tier::Chunked { chunk }, srs_resident) > capacity {
         return None;
     }
     let tier = Tier::Chunked { chunk };

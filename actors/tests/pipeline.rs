@@ -175,7 +175,7 @@ fn partitions_spread_over_several_gpus_and_results_keep_partition_order() {
 fn a_resident_srs_is_reserved_once_per_gpu_and_swapped_only_when_idle() {
     let (a, b) = (srs(), Arc::new(Srs::from_parameters(&generate(MulChain::random(M, 2, 0), 10).unwrap())));
     let d = Dims::of(&a);
-    let resident = d.resident();
+    let resident = d.resident(1);
     let part = d.device(Tier::Full, true);
     let budget = resident + 2 * part;
     let (engine, stats) = engine(EngineConfig { vram_budget: vec![budget], srs_resident: true, ..EngineConfig::default() });
@@ -227,7 +227,9 @@ fn a_budget_under_three_partitions_is_never_exceeded() {
 fn a_partition_larger_than_the_budget_takes_the_chunked_tier() {
     let srs = srs();
     let d = Dims::of(&srs);
-    let budget = d.device(Tier::Full, false) / 2;
+    let (full, least) = (d.device(Tier::Full, false), d.device(Tier::Chunked { chunk: 256 }, false));
+    assert!(least < full);
+    let budget = (least + full) / 2;
     let (engine, stats) = engine(EngineConfig { vram_budget: vec![budget], ..EngineConfig::default() });
     let rs = fixed_rs(5, 2);
     let out = engine.submit(JobSpec::new(srs.clone(), circuits(5, 2)).randomness(Randomness::Fixed(rs.clone()))).unwrap().wait().unwrap();

@@ -2,7 +2,8 @@
 //! window plan, the NTT root of unity, and the device probe's error path.
 
 use blstrs::{Fp, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use cuzk_engine::gpu::msm::{window_bits, MsmPlan};
+use cuzk_engine::gpu::msm::{window_bits, MsmPlan, MAX_WINDOW_BITS};
+use cuzk_engine::gpu::points::Curve as Kind;
 use cuzk_engine::gpu::ntt::omega;
 use cuzk_engine::gpu::points::{g1_from_xyzz, g2_from_xyzz};
 use cuzk_engine::gpu::as_bytes;
@@ -44,18 +45,32 @@ fn xyzz_converts_to_the_same_g2_point() {
 
 #[test]
 fn msm_plans_cover_every_scalar_bit() {
-    for log in 0..=30u32 {
-        let n = 1u64 << log;
-        for n in [n, n + 3] {
-            let p = MsmPlan::new(n);
-            assert!((4..=16).contains(&p.c), "c = {} for n = {n}", p.c);
-            assert_eq!(p.c, window_bits(n));
-            assert!(p.windows * p.c >= 256, "windows do not cover 255 bits plus the carry");
-            assert_eq!(p.buckets, 1 << (p.c - 1));
-            assert_eq!(p.buckets % p.segments, 0);
+    for curve in [Kind::G1, Kind::G2] {
+        for log in 0..=30u32 {
+            let n = 1u64 << log;
+            for n in [n, n + 3] {
+                let p = MsmPlan::new(n, curve);
+                assert!((4..=MAX_WINDOW_BITS).contains(&p.c), "c = {} for n = {n}", p.c);
+                assert_eq!(p.c, window_bits(n, curve));
+                assert!(p.windows * p.c >= 256, "windows do not cover 255 bits plus the carry");
+                assert_eq!(p.buckets, 1 << (p.c - 1));
+                assert_eq!(p.buckets % p.segments, 0);
+                assert!(p.per_thread >= 16);
+                // Bucket sums never outgrow the bases (or 64 MiB).
+                let buckets = p.windows as u64 * p.buckets as u64 * curve.xyzz_bytes() as u64;
+                assert!(buckets <= (n * curve.affine_bytes() as u64).max(64 << 20), "{buckets} bytes of buckets for n = {n}");
+                assert!(p.scratch_bytes() >= buckets + 4 * n * p.windows as u64);
+            }
         }
     }
-    assert_eq!(window_bits(1 << 26), 16);
+    // Large MSMs take wider windows than 16 bits (fewer windows, so fewer additions), small ones
+    // do not (the buckets would cost more than the points).
+    assert!(window_bits(1 << 26, Kind::G1) > 16);
+    assert!(window_bits(1 << 24, Kind::G2) > 16);
+    assert!(window_bits(1 << 10, Kind::G1) < 12);
+    // The cost model: fewer windows win once the points dominate.
+    let w = |c: u32| MsmPlan::with_window(1 << 26, Kind::G1, c).windows;
+    assert!(w(window_bits(1 << 26, Kind::G1)) < w(16));
 }
 
 #[test]
@@ -80,3 +95,4 @@ fn probe_reports_what_is_missing_instead_of_panicking() {
         }
     }
 }
+

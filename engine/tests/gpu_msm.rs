@@ -6,6 +6,9 @@ mod gpu_util;
 
 use blstrs::{G1Projective, G2Projective, Scalar};
 use cuzk_engine::backend::Backend;
+use cuzk_engine::gpu::as_bytes;
+use cuzk_engine::gpu::msm::{msm_g1_with_plan, msm_g2_with_plan, MsmPlan, MAX_WINDOW_BITS};
+use cuzk_engine::gpu::points::Curve;
 use ff::Field;
 use group::Group;
 use gpu_util::*;
@@ -81,6 +84,59 @@ fn msm_g2_matches_cpu() {
         assert_eq!(b.msm_g2(&bases, &s).unwrap(), cpu_msm_g2(&bases, &s));
     }
     assert_eq!(b.msm_g2(&[], &[]).unwrap(), G2Projective::identity());
+}
+
+/// Explicit plans: windows from 4 to 24 bits, and shares per thread so small that buckets spill
+/// over many threads (the fix-up adds their partial sums), against the CPU.
+#[test]
+fn msm_explicit_plans_match_cpu() {
+    let Some(b) = backend("msm_explicit_plans_match_cpu") else { return };
+    let mut rng = rng("msm_explicit_plans_match_cpu");
+    let n = 3001;
+    let mut bases = g1_points(&mut rng, n);
+    plant_point_edges(&mut bases);
+    let mut s = scalars(&mut rng, n);
+    plant_scalar_edges(&mut s);
+    let skewed = vec![s[5]; n]; // one bucket per window, spilling over every thread's share
+    b.with_device(|dev| {
+        let bb = dev.upload(as_bytes(&bases), "test bases")?;
+        for sc in [&s, &skewed] {
+            let want = cpu_msm_g1(&bases, sc);
+            let sb = dev.upload(as_bytes(sc), "test scalars")?;
+            for (c, per) in [(4, 1), (4, 7), (5, 64), (9, 3), (13, 16), (16, 1000), (20, 2), (MAX_WINDOW_BITS, 5000)] {
+                let plan = MsmPlan::with_window(n as u64, Curve::G1, c).with_share(per);
+                assert_eq!(msm_g1_with_plan(dev, &bb, &sb, &plan)?, want, "G1 MSM, c = {c}, {per} points per thread");
+            }
+        }
+        Ok(())
+    })
+    .expect("explicit G1 plans");
+
+    let n = 501;
+    let mut bases = g2_points(&mut rng, n);
+    plant_point_edges(&mut bases);
+    let mut s = scalars(&mut rng, n);
+    plant_scalar_edges(&mut s);
+    let want = cpu_msm_g2(&bases, &s);
+    b.with_device(|dev| {
+        let bb = dev.upload(as_bytes(&bases), "test bases")?;
+        let sb = dev.upload(as_bytes(&s), "test scalars")?;
+        for (c, per) in [(4, 3), (11, 1), (19, 40)] {
+            let plan = MsmPlan::with_window(n as u64, Curve::G2, c).with_share(per);
+            assert_eq!(msm_g2_with_plan(dev, &bb, &sb, &plan)?, want, "G2 MSM, c = {c}, {per} points per thread");
+        }
+        Ok(())
+    })
+    .expect("explicit G2 plans");
+}
+
+/// The planned window for 2^22 points is wider than 16 bits: the whole wide-window path at size.
+#[test]
+fn msm_g1_wide_windows_at_2p22() {
+    let Some(b) = backend("msm_g1_wide_windows_at_2p22") else { return };
+    let mut rng = rng("msm_g1_wide_windows_at_2p22");
+    assert!(MsmPlan::new(1 << 22, Curve::G1).c > 16);
+    check_g1(b, 1 << 22, &mut rng, true);
 }
 
 #[test]

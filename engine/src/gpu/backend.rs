@@ -35,6 +35,14 @@ impl GpuBackend {
         &self.dev
     }
 
+    /// Runs `f` on the device while holding the backend's lock (no other call of this backend
+    /// runs meanwhile): for callers that drive the kernels directly, such as tests of explicit
+    /// MSM plans.
+    pub fn with_device<R>(&self, f: impl FnOnce(&GpuDevice) -> Result<R>) -> Result<R> {
+        let _g = self.guard()?;
+        f(&self.dev)
+    }
+
     fn guard(&self) -> Result<std::sync::MutexGuard<'_, ()>> {
         self.lock.lock().map_err(|_| backend_err(format!("{}: a previous call panicked while holding the device", self.name)))
     }

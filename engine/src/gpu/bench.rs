@@ -30,11 +30,13 @@ pub struct KernelBenchOptions {
     pub distinct_points: usize,
     /// Run only the families whose name contains this (msm_g1, msm_g2, ntt, h, batch_add).
     pub only: Option<String>,
+    /// Window sizes to measure besides the planned one, at each MSM family's largest size.
+    pub msm_windows: Vec<u32>,
 }
 
 impl Default for KernelBenchOptions {
     fn default() -> Self {
-        KernelBenchOptions { reps: 5, max_log: 27, distinct_points: 4096, only: None }
+        KernelBenchOptions { reps: 5, max_log: 27, distinct_points: 4096, only: None, msm_windows: Vec::new() }
     }
 }
 
@@ -137,13 +139,23 @@ pub fn run_kernel_bench(dev: &GpuDevice, opts: &KernelBenchOptions) -> Result<Ke
         let scal = dev.upload(as_bytes(&random_scalars(1 << top, rng.next_u64())), "bench scalars")?;
         for l in logs {
             let n = 1u64 << l;
-            let plan = MsmPlan::new(n);
-            let ms = time_ms(dev, opts.reps, || msm_windows(dev, curve, bases.ptr(), scal.ptr(), &plan).map(|_| ()))?;
+            let plan = MsmPlan::new(n, curve);
+            let ms = time_ms(dev, opts.reps, || msm_windows(dev, bases.ptr(), scal.ptr(), &plan).map(|_| ()))?;
             let adds = n as f64 * plan.windows as f64;
             let rate = adds / (ms / 1e3);
             let key = format!("msm_{}_2p{l}", if curve == Curve::G1 { "g1" } else { "g2" });
             line(&mut out, format!("{key:<18} {ms:>9.2} ms  c={} windows={}  {:.2e} bucket adds/s ({:.0}% of the {:.2e}/s floor model{})",
                 plan.c, plan.windows, rate, 100.0 * rate / FLOOR_ADDS_PER_SEC, FLOOR_ADDS_PER_SEC, if curve == Curve::G2 { ", G1 adds" } else { "" }));
+            rep.results.push((key, ms));
+        }
+        // The largest size again under each requested window size (same kernels, other plans).
+        for &c in &opts.msm_windows {
+            let n = 1u64 << top;
+            let plan = MsmPlan::with_window(n, curve, c);
+            let ms = time_ms(dev, opts.reps, || msm_windows(dev, bases.ptr(), scal.ptr(), &plan).map(|_| ()))?;
+            let key = format!("{family}_2p{top}_c{}", plan.c);
+            line(&mut out, format!("{key:<18} {ms:>9.2} ms  c={} windows={} (window sweep; {:.1} MB of scratch)", plan.c, plan.windows,
+                plan.scratch_bytes() as f64 / 1e6));
             rep.results.push((key, ms));
         }
         // The same MSM with its scalars first uploaded from pinned host memory.
@@ -152,10 +164,10 @@ pub fn run_kernel_bench(dev: &GpuDevice, opts: &KernelBenchOptions) -> Result<Ke
             let mut pinned = dev.alloc_pinned(32 * n, "bench scalars")?;
             pinned.as_mut_slice()?.copy_from_slice(as_bytes(&random_scalars(n, rng.next_u64())));
             let mut dst = dev.alloc(32 * n, "bench scalars")?;
-            let plan = MsmPlan::new(n as u64);
+            let plan = MsmPlan::new(n as u64, curve);
             let ms = time_ms(dev, opts.reps, || {
                 dev.upload_pinned(&mut dst, &pinned, "bench scalars")?;
-                msm_windows(dev, curve, bases.ptr(), dst.ptr(), &plan).map(|_| ())
+                msm_windows(dev, bases.ptr(), dst.ptr(), &plan).map(|_| ())
             })?;
             line(&mut out, format!("msm_g1_2p26_pinned {ms:>9.2} ms  (2 GiB of scalars uploaded from pinned host memory, then the MSM)"));
             rep.results.push(("msm_g1_2p26_pinned".into(), ms));

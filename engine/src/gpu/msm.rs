@@ -13,59 +13,126 @@ use crate::gpu_launch;
 
 /// Scalar bits covered by the windows (255-bit scalars plus the signed-digit carry).
 const SCALAR_BITS: u32 = 256;
+/// Largest window: 2^23 buckets per window (the tile scan handles up to 1024 × 1024 tiles).
+pub const MAX_WINDOW_BITS: u32 = 24;
+/// Accumulation threads an MSM aims for (about four waves of 512 threads on 132 SMs): each gets
+/// an equal share of every window's sorted points.
+const TARGET_THREADS: u64 = 1 << 18;
+/// Cost units (≈ Fp products) of a mixed addition in accumulation, and of the two full additions
+/// each bucket costs in the running-sum reduction.
+const MADD_COST: u64 = 10;
+const BUCKET_COST: u64 = 28;
 
-/// Window size `c` minimising windows × (points + buckets), with c ≤ 16 (15-bit bucket index).
-pub fn window_bits(n: u64) -> u32 {
-    (4..=16u32)
-        .min_by_key(|&c| SCALAR_BITS.div_ceil(c) as u64 * (n + (1u64 << c)))
-        .unwrap_or(16)
+/// Windows of `c` bits covering 256 bits.
+pub fn windows_of(c: u32) -> u32 {
+    SCALAR_BITS.div_ceil(c)
+}
+
+/// Window size `c` minimising windows × (points × madd + buckets × reduction), with the bucket
+/// sums no larger than the bases themselves (at least 64 MiB).
+pub fn window_bits(n: u64, curve: Curve) -> u32 {
+    let cap = (n * curve.affine_bytes() as u64).max(64 << 20);
+    (4..=MAX_WINDOW_BITS)
+        .filter(|&c| windows_of(c) as u64 * (1u64 << (c - 1)) * curve.xyzz_bytes() as u64 <= cap)
+        .min_by_key(|&c| windows_of(c) as u64 * (n * MADD_COST + (1u64 << (c - 1)) * BUCKET_COST))
+        .unwrap_or(4)
 }
 
 /// Everything about one MSM's plan.
 #[derive(Clone, Copy, Debug)]
 pub struct MsmPlan {
     pub n: u64,
+    pub curve: Curve,
     pub c: u32,
     pub windows: u32,
     pub buckets: u32,
+    /// Bucket-reduction segments per window.
     pub segments: u32,
+    /// Sorted points per accumulation thread and window.
+    pub per_thread: u32,
 }
 
 impl MsmPlan {
-    pub fn new(n: u64) -> Self {
-        let c = window_bits(n);
+    pub fn new(n: u64, curve: Curve) -> Self {
+        Self::with_window(n, curve, window_bits(n, curve))
+    }
+
+    /// The plan with `c`-bit windows (4 ≤ c ≤ MAX_WINDOW_BITS).
+    pub fn with_window(n: u64, curve: Curve, c: u32) -> Self {
+        let c = c.clamp(4, MAX_WINDOW_BITS);
+        let windows = windows_of(c);
         let buckets = 1u32 << (c - 1);
-        MsmPlan { n, c, windows: SCALAR_BITS.div_ceil(c), buckets, segments: buckets.min(1024) }
+        let segments = buckets.min(1024).max(buckets / 64);
+        let per_thread = (n * windows as u64).div_ceil(TARGET_THREADS).clamp(16, u32::MAX as u64) as u32;
+        MsmPlan { n, curve, c, windows, buckets, segments, per_thread }
+    }
+
+    /// The same plan with `per` points per accumulation thread (≥ 1; small shares split buckets
+    /// across many threads, which the tests use to exercise the fix-up).
+    pub fn with_share(mut self, per: u32) -> Self {
+        self.per_thread = per.max(1);
+        self
+    }
+
+    fn threads_per_window(&self) -> u64 {
+        self.n.div_ceil(self.per_thread as u64).max(1)
+    }
+    fn tile(&self) -> u32 {
+        self.buckets.clamp(32, 1024)
+    }
+    fn tiles(&self) -> u32 {
+        self.buckets.div_ceil(self.tile())
+    }
+
+    /// Device bytes this MSM allocates besides its bases and scalars (an upper bound).
+    pub fn scratch_bytes(&self) -> u64 {
+        let w = self.windows as u64;
+        let slots = w * self.buckets as u64;
+        let xyzz = self.curve.xyzz_bytes() as u64;
+        let segs = w * self.segments as u64;
+        4 * w * self.n + 3 * 4 * slots + 2 * 4 * w * self.tiles() as u64 + xyzz * (slots + w * self.threads_per_window() + 2 * segs)
     }
 }
 
 /// Runs the MSM over `n` bases and scalars already on the device; returns each window's sum as
 /// XYZZ bytes (window 0 first).
-pub fn msm_windows(dev: &GpuDevice, curve: Curve, bases: u64, scalars: u64, plan: &MsmPlan) -> Result<Vec<u8>> {
-    let MsmPlan { n, c, windows, buckets, segments } = *plan;
+pub fn msm_windows(dev: &GpuDevice, bases: u64, scalars: u64, plan: &MsmPlan) -> Result<Vec<u8>> {
+    let MsmPlan { n, curve, c, windows, buckets, segments, per_thread } = *plan;
     let slots = windows as u64 * buckets as u64;
-    let digits = dev.alloc((n * windows as u64 * 4) as usize, "MSM digits")?;
+    let (tile, tiles) = (plan.tile(), plan.tiles());
+    let threads = windows as u64 * plan.threads_per_window();
     let counts = dev.alloc_zeroed(slots as usize * 4, "MSM bucket counts")?;
     let offsets = dev.alloc(slots as usize * 4, "MSM bucket offsets")?;
     let cursor = dev.alloc(slots as usize * 4, "MSM bucket cursors")?;
+    let tile_sums = dev.alloc((windows * tiles) as usize * 4, "MSM tile sums")?;
+    let tile_offsets = dev.alloc((windows * tiles) as usize * 4, "MSM tile offsets")?;
     let sorted = dev.alloc((n * windows as u64 * 4) as usize, "MSM sorted indices")?;
-    let bucket_sums = dev.alloc(slots as usize * curve.xyzz_bytes(), "MSM bucket sums")?;
+    let bucket_sums = dev.alloc_zeroed(slots as usize * curve.xyzz_bytes(), "MSM bucket sums")?;
+    let partials = dev.alloc(threads as usize * curve.xyzz_bytes(), "MSM partial bucket sums")?;
     let seg = dev.alloc((windows * segments) as usize * curve.xyzz_bytes(), "MSM segment sums")?;
 
     let prof = Profiler::new(dev);
-    gpu_launch!(dev, "msm_digits", grid(n, 256), &scalars, &digits.ptr(), &counts.ptr(), &n, &c, &windows)?;
+    gpu_launch!(dev, "msm_histogram", grid(n, 256), &scalars, &counts.ptr(), &n, &c, &windows)?;
+    prof.mark("histogram")?;
+    let tiled = cudarc::driver::LaunchConfig { grid_dim: (tiles, windows, 1), block_dim: (tile, 1, 1), shared_mem_bytes: 0 };
+    gpu_launch!(dev, "msm_tile_sums", tiled, &counts.ptr(), &tile_sums.ptr(), &buckets)?;
     let scan_cfg = cudarc::driver::LaunchConfig { grid_dim: (windows, 1, 1), block_dim: (1024, 1, 1), shared_mem_bytes: 0 };
-    prof.mark("digits+histogram")?;
-    gpu_launch!(dev, "msm_scan", scan_cfg, &counts.ptr(), &offsets.ptr(), &cursor.ptr(), &buckets)?;
-    gpu_launch!(dev, "msm_scatter", grid(n * windows as u64, 256), &digits.ptr(), &cursor.ptr(), &sorted.ptr(), &n, &windows, &buckets)?;
+    gpu_launch!(dev, "msm_scan", scan_cfg, &tile_sums.ptr(), &tile_offsets.ptr(), &0u64, &tiles)?;
+    gpu_launch!(dev, "msm_tile_scan", tiled, &counts.ptr(), &tile_offsets.ptr(), &offsets.ptr(), &cursor.ptr(), &buckets)?;
+    gpu_launch!(dev, "msm_scatter", grid(n, 256), &scalars, &cursor.ptr(), &sorted.ptr(), &n, &c, &windows)?;
     prof.mark("scan+scatter")?;
-    drop(digits);
-    gpu_launch!(dev, &curve.kernel("msm_accumulate"), grid(slots, 128), &bases, &sorted.ptr(), &offsets.ptr(), &counts.ptr(),
-                &bucket_sums.ptr(), &n, &windows, &buckets)?;
+    drop((cursor, tile_sums, tile_offsets));
+    gpu_launch!(dev, &curve.kernel("msm_accumulate"), grid(threads, 128), &bases, &sorted.ptr(), &offsets.ptr(), &counts.ptr(),
+                &bucket_sums.ptr(), &partials.ptr(), &n, &windows, &buckets, &per_thread)?;
     prof.mark("accumulate")?;
+    gpu_launch!(dev, &curve.kernel("msm_fixup"), grid(threads, 128), &offsets.ptr(), &counts.ptr(), &bucket_sums.ptr(),
+                &partials.ptr(), &n, &windows, &buckets, &per_thread)?;
+    prof.mark("fixup")?;
+    drop((sorted, partials, offsets, counts));
     gpu_launch!(dev, &curve.kernel("msm_bucket_reduce"), grid(windows as u64 * segments as u64, 128), &bucket_sums.ptr(), &seg.ptr(),
                 &windows, &buckets, &segments)?;
     prof.mark("bucket reduce")?;
+    drop(bucket_sums);
     let folded = fold(dev, curve, seg, windows as u64, segments as u64)?;
     let mut out = vec![0u8; windows as usize * curve.xyzz_bytes()];
     dev.download(&folded, 0, &mut out, "MSM window sums")?;
@@ -93,23 +160,31 @@ fn check_len(bases: &DevBuf, scalars: &DevBuf, n: u64, curve: Curve) -> Result<(
 }
 
 pub fn msm_g1_device(dev: &GpuDevice, bases: &DevBuf, scalars: &DevBuf, n: u64) -> Result<G1Projective> {
-    if n == 0 {
+    msm_g1_with_plan(dev, bases, scalars, &MsmPlan::new(n, Curve::G1))
+}
+
+pub fn msm_g2_device(dev: &GpuDevice, bases: &DevBuf, scalars: &DevBuf, n: u64) -> Result<G2Projective> {
+    msm_g2_with_plan(dev, bases, scalars, &MsmPlan::new(n, Curve::G2))
+}
+
+/// The G1 MSM under an explicit plan (window size, share per thread); `plan.n` points.
+pub fn msm_g1_with_plan(dev: &GpuDevice, bases: &DevBuf, scalars: &DevBuf, plan: &MsmPlan) -> Result<G1Projective> {
+    check_len(bases, scalars, plan.n, Curve::G1)?;
+    if plan.n == 0 {
         return Ok(G1Projective::identity());
     }
-    check_len(bases, scalars, n, Curve::G1)?;
-    let plan = MsmPlan::new(n);
-    let raw = msm_windows(dev, Curve::G1, bases.ptr(), scalars.ptr(), &plan)?;
+    let raw = msm_windows(dev, bases.ptr(), scalars.ptr(), &MsmPlan { curve: Curve::G1, ..*plan })?;
     let w = raw.chunks_exact(Curve::G1.xyzz_bytes()).map(g1_from_xyzz).collect();
     Ok(combine(w, plan.c))
 }
 
-pub fn msm_g2_device(dev: &GpuDevice, bases: &DevBuf, scalars: &DevBuf, n: u64) -> Result<G2Projective> {
-    if n == 0 {
+/// The G2 MSM under an explicit plan.
+pub fn msm_g2_with_plan(dev: &GpuDevice, bases: &DevBuf, scalars: &DevBuf, plan: &MsmPlan) -> Result<G2Projective> {
+    check_len(bases, scalars, plan.n, Curve::G2)?;
+    if plan.n == 0 {
         return Ok(G2Projective::identity());
     }
-    check_len(bases, scalars, n, Curve::G2)?;
-    let plan = MsmPlan::new(n);
-    let raw = msm_windows(dev, Curve::G2, bases.ptr(), scalars.ptr(), &plan)?;
+    let raw = msm_windows(dev, bases.ptr(), scalars.ptr(), &MsmPlan { curve: Curve::G2, ..*plan })?;
     let w = raw.chunks_exact(Curve::G2.xyzz_bytes()).map(g2_from_xyzz).collect();
     Ok(combine(w, plan.c))
 }

@@ -70,7 +70,7 @@ pub fn run(a: Args) -> Result<()> {
     let mut summary = Vec::new();
     for &gw in &a.gpu_workers {
         settings.engine.gpu_workers_per_device = gw.max(1);
-        let (engine, backend_name) = Engine::from_settings(&settings, Some(Dims::of(&srs).resident()))?;
+        let (engine, backend_name) = Engine::from_settings(&settings, Some(Dims::of(&srs).resident(gw)))?;
         println!("# backend={backend_name} gpu_workers={gw} jobs={} concurrency={} partitions={} circuit={} size={size}", a.count, a.concurrency, a.partitions, a.circuit);
         let start = Instant::now();
         let mut in_flight = VecDeque::new();

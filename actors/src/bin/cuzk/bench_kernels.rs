@@ -21,6 +21,9 @@ pub struct Args {
     /// Only the families whose name contains this (msm_g1, msm_g2, ntt, h, batch_add).
     #[arg(long)]
     only: Option<String>,
+    /// Also time each MSM family's largest size with these window sizes (e.g. `16,20,22`).
+    #[arg(long, value_delimiter = ',')]
+    msm_windows: Vec<u32>,
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -33,7 +36,7 @@ pub fn run(a: Args) -> Result<()> {
             if c.from_cache { "from cache".to_string() } else { format!("compiled in {:.1} s", c.compile_secs) }
         );
     }
-    let opts = KernelBenchOptions { reps: a.reps.max(1), max_log: a.max_log, only: a.only, ..Default::default() };
+    let opts = KernelBenchOptions { reps: a.reps.max(1), max_log: a.max_log, only: a.only, msm_windows: a.msm_windows, ..Default::default() };
     run_kernel_bench(&dev, &opts)?;
     Ok(())
 }

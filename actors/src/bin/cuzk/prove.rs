@@ -44,7 +44,7 @@ pub fn run(a: Args) -> Result<()> {
     let srs = example_params(&dir, &a.circuit, size, &OpenOptions { subgroup_check: a.subgroup_check, ..Default::default() })?;
     let circuits = (0..a.partitions).map(|i| example(&a.circuit, Some(size), 1000 + i as u64).map(|(c, _)| c)).collect::<Result<Vec<_>>>()?;
     let d = Dims::of(&srs);
-    let dev = devices::open(a.backend, a.srs_residency, Some(d.resident()), 512 << 20)?;
+    let dev = devices::open(a.backend, a.srs_residency, Some(d.resident(1)), 512 << 20)?;
     let backend = dev.backends[0].clone();
     let batch = Prover::new(&srs, backend.as_ref()).prove_random(circuits, &mut rand::thread_rng())?;
     println!(
