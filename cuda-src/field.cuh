@@ -2,6 +2,12 @@
 // parameter struct P (N, modulus M, ONE = R mod M, INV = -M^-1 mod 2^32). The in-memory layout is
 // blst's: little-endian limbs in Montgomery form, so blstrs buffers are used as they are.
 // Requires 2M < 2^(32N) (true for BLS12-381's Fr and Fp), so sums never overflow the top limb.
+// Fp products as calls instead of inline code (smaller kernels, fewer instruction-fetch stalls
+// in the point additions); a tuning switch, set with -DCUZK_FP_MUL_CALL=1.
+#ifndef CUZK_FP_MUL_CALL
+#define CUZK_FP_MUL_CALL 0
+#endif
+
 template <class P>
 struct Field {
     static constexpr int N = P::N;
@@ -70,6 +76,12 @@ struct Field {
     // on one operand pair (which ptxas fuses into wide multiply-adds) and never adds twice to a
     // limb. Then E's low limb is zero, and E >> 32 plus O becomes the next row's E.
     __device__ __forceinline__ Field operator*(const Field& b) const {
+        if constexpr (N == 12 && CUZK_FP_MUL_CALL) return mul_call(b);
+        else return mul_inline(b);
+    }
+    __device__ __noinline__ Field mul_call(const Field& b) const { return mul_inline(b); }
+
+    __device__ __forceinline__ Field mul_inline(const Field& b) const {
         u32 e[N + 1], o[N + 1];
         _Pragma("unroll") for (int k = 0; k < N + 1; k++) { e[k] = 0; o[k] = 0; }
         _Pragma("unroll") for (int i = 0; i < N; i++) {

@@ -1,6 +1,7 @@
-//! ComputeActor (`gpu_workers_per_device` per GPU): runs a staged partition's kernels under the
-//! per-GPU kernel lock (taken in staging order, held only around the backend's compute), releases its device reservation the
-//! moment compute ends, and hands the results to the MsmCollector.
+//! ComputeActor (`gpu_workers_per_device` per GPU): launches a staged partition's kernels under
+//! the per-GPU kernel lock (taken in staging order, held only until the backend says every kernel
+//! is queued, so the next partition's kernels queue while these run), releases its device
+//! reservation the moment compute ends, and hands the results to the MsmCollector.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -57,12 +58,18 @@ impl Handler<Compute> for ComputeActor {
             return;
         }
         let result = {
-            let _turn = self.turns.wait(seq);
+            let mut turn = Some(self.turns.wait(seq));
             let start = Instant::now();
             self.timeline.record(key, "mutex_wait", lane, wait, start, 0);
             let mut t = Timings::default();
-            let r = self.backend.compute(&ticket.srs, staged, &mut t);
+            let mut launched_at = None;
+            let r = self.backend.compute_then(&ticket.srs, staged, &mut t, &mut || {
+                launched_at = Some(Instant::now());
+                turn.take();
+            });
+            drop(turn);
             let end = Instant::now();
+            self.timeline.record(key, "launch", lane, start, launched_at.unwrap_or(end), 0);
             self.timeline.record(key, "compute", lane, start, end, 0);
             for (stage, a, b) in t.events {
                 self.timeline.record(key, stage, lane, a, b, 0);

@@ -166,6 +166,7 @@ fn color(stage: &str) -> &'static str {
         "batch_add" => "#00acc1",
         "b_g2_msm" => "#8e24aa",
         "compute" => "#bbdefb",
+        "launch" => "#90caf9",
         "collect" => "#43a047",
         "assemble" => "#7cb342",
         "verify" => "#c0ca33",

@@ -12,7 +12,8 @@ use cuzk_actors::{Engine, EngineConfig, JobError, JobSpec, Priority, Randomness}
 use cuzk_engine::circuits::MulChain;
 use cuzk_engine::setup::generate;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
-use cuzk_engine::backend::Staged;
+use cuzk_engine::backend::{Computed, Staged};
+use cuzk_engine::Timings;
 use cuzk_engine::prover::Prepared;
 use cuzk_engine::{Backend, CpuBackend, EngineError, Prover, Verifier};
 use cuzk_srs::Srs;
@@ -30,8 +31,9 @@ fn circuits(job: u64, n: usize) -> Vec<MulChain> {
 }
 
 /// The CPU backend, but staging each partition by copying it (as a GPU backend uploads it), so
-/// the uploader pins, stages and unpins as it does on a GPU machine.
-struct Staging(CpuBackend);
+/// the uploader pins, stages and unpins as it does on a GPU machine. With `early_launch`, compute
+/// says its work is launched before doing it (as `PipelinedGpu` does once its kernels are queued).
+struct Staging(CpuBackend, bool);
 
 impl Backend for Staging {
     fn name(&self) -> &str {
@@ -58,14 +60,26 @@ impl Backend for Staging {
     fn stage(&self, p: &Prepared) -> Result<Staged, EngineError> {
         Ok(Staged::on_host(p.clone()))
     }
+    fn compute_then(&self, srs: &Srs, staged: Staged, t: &mut Timings, launched: &mut dyn FnMut()) -> Result<Computed, EngineError> {
+        if self.1 {
+            launched();
+        }
+        let r = self.compute(srs, staged, t);
+        launched();
+        r
+    }
 }
 
 fn engine_on(cfg: EngineConfig, staging: bool) -> (Engine, Arc<std::sync::Mutex<PinStats>>) {
+    engine_with(cfg, staging, false)
+}
+
+fn engine_with(cfg: EngineConfig, staging: bool, early: bool) -> (Engine, Arc<std::sync::Mutex<PinStats>>) {
     let pin = CountingPin::default();
     let stats = pin.stats.clone();
     let n = cfg.vram_budget.len();
     let backends: Vec<Arc<dyn Backend>> = (0..n)
-        .map(|_| if staging { Arc::new(Staging(CpuBackend::new())) as Arc<dyn Backend> } else { Arc::new(CpuBackend::new()) as Arc<dyn Backend> })
+        .map(|_| if staging { Arc::new(Staging(CpuBackend::new(), early)) as Arc<dyn Backend> } else { Arc::new(CpuBackend::new()) as Arc<dyn Backend> })
         .collect();
     (Engine::start(cfg, backends, Box::new(pin)).unwrap(), stats)
 }
@@ -336,4 +350,43 @@ fn srs_loader_shares_refuses_eviction_while_held_and_evicts_idle() {
     assert!(engine.evict_srs(&path).unwrap_err().contains("not loaded"));
     let bad = dir.path().join("missing.params");
     assert!(engine.load_srs(&bad).unwrap_err().contains("missing.params"));
+}
+
+/// Compute spans of one GPU's different workers that overlap by more than a millisecond (a
+/// worker's span ends a few microseconds after it passes the lock on).
+fn overlapping_computes(engine: &Engine) -> usize {
+    let spans: Vec<_> = engine.timeline().spans().into_iter().filter(|s| s.stage == "compute").collect();
+    let mut n = 0;
+    for (i, a) in spans.iter().enumerate() {
+        for b in &spans[i + 1..] {
+            if a.gpu == b.gpu && a.worker != b.worker && a.start_us + 1000 < b.end_us && b.start_us + 1000 < a.end_us {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+#[test]
+fn the_kernel_lock_passes_on_once_a_partition_is_launched() {
+    let srs = srs();
+    let rs = fixed_rs(21, 6);
+    let (r, s): (Vec<_>, Vec<_>) = rs.iter().copied().unzip();
+    let direct = Prover::new(&srs, &CpuBackend::new()).prove(circuits(21, 6), &r, &s).unwrap().to_bytes();
+    for early in [false, true] {
+        let (engine, stats) = engine_with(EngineConfig { gpu_workers_per_device: 2, ..EngineConfig::default() }, true, early);
+        let job = JobSpec::new(srs.clone(), circuits(21, 6)).randomness(Randomness::Fixed(rs.clone()));
+        assert_eq!(engine.submit(job).unwrap().wait().unwrap().to_bytes(), direct);
+        let overlaps = overlapping_computes(&engine);
+        if early {
+            // The second worker's partition starts while the first one's work is still running.
+            assert!(overlaps > 0, "two workers never computed at once although each launch returned at once");
+        } else {
+            // Held until compute ends, the lock serialises the workers completely.
+            assert_eq!(overlaps, 0, "two workers computed at once under a lock held for the whole compute");
+        }
+        let launches = engine.timeline().spans().into_iter().filter(|s| s.stage == "launch").count();
+        assert_eq!(launches, 6, "one launch span per partition");
+        assert_all_released(&engine, &stats);
+    }
 }

@@ -87,6 +87,15 @@ pub trait Backend: Send + Sync {
         Ok(Computed { index, public_inputs, payload: Box::new(sums) })
     }
 
+    /// [`compute`](Backend::compute), calling `launched` once every kernel of the partition is
+    /// queued on the device: from then on the caller's per-GPU turn may pass to the next
+    /// partition, whose kernels queue behind (or beside) these. The default computes, then calls it.
+    fn compute_then(&self, srs: &Srs, staged: Staged, t: &mut Timings, launched: &mut dyn FnMut()) -> Result<Computed, EngineError> {
+        let r = self.compute(srs, staged, t);
+        launched();
+        r
+    }
+
     /// Brings a computed partition's sums to the host (a GPU backend: device→host copies and the
     /// final reductions).
     fn collect(&self, c: Computed) -> Result<Sums, EngineError> {

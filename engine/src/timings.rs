@@ -28,8 +28,12 @@ impl Timings {
     /// Records a heavy step that ran from `start` until now: its event for the timeline, and its
     /// time under the stage's total (`ntt_msm_h`, `tail_msm`, `batch_add`, `b_g2_msm`).
     pub fn step(&mut self, stage: &'static str, start: Instant) {
-        let end = Instant::now();
-        let ms = (end - start).as_secs_f64() * 1e3;
+        self.span(stage, start, Instant::now());
+    }
+
+    /// Records a heavy step that ran from `start` to `end` (e.g. as a device's events timed it).
+    pub fn span(&mut self, stage: &'static str, start: Instant, end: Instant) {
+        let ms = end.saturating_duration_since(start).as_secs_f64() * 1e3;
         match stage {
             "ntt_msm_h" => self.ntt_msm_h_ms += ms,
             "tail_msm" => self.tail_msm_ms += ms,

@@ -16,6 +16,15 @@ const THREADS_PER_SM: u64 = 512;
 /// Sum of `bases[i]` (device) for every set bit `i < n` of `bits` (device, u64 words); returns
 /// the XYZZ bytes of the sum.
 pub fn batch_add_raw(dev: &GpuDevice, curve: Curve, bases: &DevBuf, bits: &DevBuf, n: u64) -> Result<Vec<u8>> {
+    let sum = batch_add_queued(dev, curve, bases, bits, n)?;
+    let mut out = vec![0u8; curve.xyzz_bytes()];
+    dev.download(&sum, 0, &mut out, "batch-addition sum")?;
+    Ok(out)
+}
+
+/// Queues the batch addition (no synchronisation); the returned buffer holds the XYZZ sum once
+/// the stream has run it.
+pub fn batch_add_queued(dev: &GpuDevice, curve: Curve, bases: &DevBuf, bits: &DevBuf, n: u64) -> Result<DevBuf> {
     let nwords = n.div_ceil(64);
     if (bases.len() as u64) < n * curve.affine_bytes() as u64 || (bits.len() as u64) < nwords * 8 {
         return Err(backend_err(format!("batch addition over {n} points: buffers of {} / {} bytes are too small", bases.len(), bits.len())));
@@ -25,10 +34,7 @@ pub fn batch_add_raw(dev: &GpuDevice, curve: Curve, bases: &DevBuf, bits: &DevBu
     let threads = nwords.div_ceil(wpt);
     let partials = dev.alloc(threads as usize * curve.xyzz_bytes(), "batch-addition partial sums")?;
     gpu_launch!(dev, &curve.kernel("batch_add"), grid(threads, 128), &bases.ptr(), &bits.ptr(), &partials.ptr(), &n, &wpt)?;
-    let sum = fold(dev, curve, partials, 1, threads)?;
-    let mut out = vec![0u8; curve.xyzz_bytes()];
-    dev.download(&sum, 0, &mut out, "batch-addition sum")?;
-    Ok(out)
+    fold(dev, curve, partials, 1, threads)
 }
 
 pub fn batch_add_g1_device(dev: &GpuDevice, bases: &DevBuf, bits: &DevBuf, n: u64) -> Result<G1Projective> {

@@ -82,6 +82,32 @@ impl GpuDevice {
         Ok(GpuDevice { ctx, stream, ordinal, name, cc, sm_count, compiled, funcs })
     }
 
+    /// Another handle on this GPU (same context, kernels and memory pool) with a stream of its own:
+    /// a compute worker's, so that two workers' kernels may run side by side.
+    pub fn fork(&self) -> Result<GpuDevice> {
+        let stream = self.ctx.new_stream().map_err(|e| backend_err(format!("worker stream on GPU {}: {e:?}", self.ordinal)))?;
+        Ok(GpuDevice {
+            ctx: self.ctx.clone(),
+            stream,
+            ordinal: self.ordinal,
+            name: self.name.clone(),
+            cc: self.cc,
+            sm_count: self.sm_count,
+            compiled: Vec::new(),
+            funcs: self.funcs.clone(),
+        })
+    }
+
+    /// A timing event recorded now on this device's stream.
+    pub fn mark(&self) -> Result<cudarc::driver::CudaEvent> {
+        let ev = self
+            .ctx
+            .new_event(Some(dsys::CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(|e| backend_err(format!("creating an event on GPU {}: {e:?}", self.ordinal)))?;
+        ev.record(&self.stream).map_err(|e| backend_err(format!("recording an event on GPU {}: {e:?}", self.ordinal)))?;
+        Ok(ev)
+    }
+
     pub fn func(&self, name: &str) -> Result<&CudaFunction> {
         self.funcs.get(name).ok_or_else(|| backend_err(format!("kernel {name} is not loaded")))
     }

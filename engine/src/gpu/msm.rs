@@ -18,23 +18,37 @@ pub const MAX_WINDOW_BITS: u32 = 24;
 /// Accumulation threads an MSM aims for (about four waves of 512 threads on 132 SMs): each gets
 /// an equal share of every window's sorted points.
 const TARGET_THREADS: u64 = 1 << 18;
-/// Cost units (≈ Fp products) of a mixed addition in accumulation, and of the two full additions
-/// each bucket costs in the running-sum reduction.
-const MADD_COST: u64 = 10;
-const BUCKET_COST: u64 = 28;
+/// The cost model, in picoseconds on an H200 (G1; G2 scales both terms alike), fitted to the
+/// phases `CUZK_MSM_PROFILE` showed at 2^26 points for c = 16, 20, 22: per point and window
+/// (sorting plus one mixed addition; the sort's counters leave the L2 cache beyond 16-bit
+/// windows, so it grows with c), and per bucket (the running-sum reduction).
+fn point_window_ps(c: u32) -> u64 {
+    560 + 24 * c.saturating_sub(16) as u64
+}
+const BUCKET_PS: u64 = 3_300;
+/// The top window must keep at least this many bits: a narrow top window puts every point into a
+/// handful of buckets (2^22 points in 8 buckets at c = 18), which serialises their sums.
+const MIN_TOP_BITS: u32 = 8;
 
 /// Windows of `c` bits covering 256 bits.
 pub fn windows_of(c: u32) -> u32 {
     SCALAR_BITS.div_ceil(c)
 }
 
-/// Window size `c` minimising windows × (points × madd + buckets × reduction), with the bucket
-/// sums no larger than the bases themselves (at least 64 MiB).
+/// Bits of the top window of `c`-bit windows over 256 bits.
+pub fn top_bits(c: u32) -> u32 {
+    SCALAR_BITS - (windows_of(c) - 1) * c
+}
+
+/// Window size `c` minimising the cost model over windows × (points + buckets), with a top
+/// window of at least `MIN_TOP_BITS` bits (or all of c) and bucket sums no larger than the bases
+/// themselves (at least 64 MiB).
 pub fn window_bits(n: u64, curve: Curve) -> u32 {
     let cap = (n * curve.affine_bytes() as u64).max(64 << 20);
     (4..=MAX_WINDOW_BITS)
+        .filter(|&c| top_bits(c) >= MIN_TOP_BITS.min(c))
         .filter(|&c| windows_of(c) as u64 * (1u64 << (c - 1)) * curve.xyzz_bytes() as u64 <= cap)
-        .min_by_key(|&c| windows_of(c) as u64 * (n * MADD_COST + (1u64 << (c - 1)) * BUCKET_COST))
+        .min_by_key(|&c| windows_of(c) as u64 * (n * point_window_ps(c) + (1u64 << (c - 1)) * BUCKET_PS))
         .unwrap_or(4)
 }
 
@@ -62,7 +76,9 @@ impl MsmPlan {
         let c = c.clamp(4, MAX_WINDOW_BITS);
         let windows = windows_of(c);
         let buckets = 1u32 << (c - 1);
-        let segments = buckets.min(1024).max(buckets / 64);
+        // Segments of 8 to 64 buckets, aiming at 2^17 reduction threads in all.
+        let seg_len = ((buckets as u64 * windows as u64) >> 17).clamp(8, 64).min(buckets as u64);
+        let segments = buckets / (1u32 << seg_len.ilog2());
         let per_thread = (n * windows as u64).div_ceil(TARGET_THREADS).clamp(16, u32::MAX as u64) as u32;
         MsmPlan { n, curve, c, windows, buckets, segments, per_thread }
     }
@@ -97,6 +113,49 @@ impl MsmPlan {
 /// Runs the MSM over `n` bases and scalars already on the device; returns each window's sum as
 /// XYZZ bytes (window 0 first).
 pub fn msm_windows(dev: &GpuDevice, bases: u64, scalars: u64, plan: &MsmPlan) -> Result<Vec<u8>> {
+    let folded = msm_windows_queued(dev, bases, scalars, plan)?;
+    let mut out = vec![0u8; plan.windows as usize * plan.curve.xyzz_bytes()];
+    dev.download(&folded, 0, &mut out, "MSM window sums")?;
+    Ok(out)
+}
+
+/// An MSM whose kernels are queued on a device's stream; its window sums are read once the
+/// stream is past it.
+pub struct QueuedMsm {
+    windows: DevBuf,
+    plan: MsmPlan,
+}
+
+impl QueuedMsm {
+    /// Queues the MSM (no synchronisation): `bases`, `scalars` must stay alive until the stream
+    /// has run it.
+    pub fn queue(dev: &GpuDevice, curve: Curve, bases: &DevBuf, scalars: &DevBuf, n: u64) -> Result<Option<Self>> {
+        check_len(bases, scalars, n, curve)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        let plan = MsmPlan::new(n, curve);
+        Ok(Some(QueuedMsm { windows: msm_windows_queued(dev, bases.ptr(), scalars.ptr(), &plan)?, plan }))
+    }
+
+    fn raw(&self, dev: &GpuDevice) -> Result<Vec<u8>> {
+        let mut out = vec![0u8; self.plan.windows as usize * self.plan.curve.xyzz_bytes()];
+        dev.download(&self.windows, 0, &mut out, "MSM window sums")?;
+        Ok(out)
+    }
+    pub fn g1(q: Option<Self>, dev: &GpuDevice) -> Result<G1Projective> {
+        let Some(q) = q else { return Ok(G1Projective::identity()) };
+        Ok(combine(q.raw(dev)?.chunks_exact(Curve::G1.xyzz_bytes()).map(g1_from_xyzz).collect(), q.plan.c))
+    }
+    pub fn g2(q: Option<Self>, dev: &GpuDevice) -> Result<G2Projective> {
+        let Some(q) = q else { return Ok(G2Projective::identity()) };
+        Ok(combine(q.raw(dev)?.chunks_exact(Curve::G2.xyzz_bytes()).map(g2_from_xyzz).collect(), q.plan.c))
+    }
+}
+
+/// Queues the MSM's kernels; the returned buffer holds the window sums (XYZZ, window 0 first)
+/// once the stream has run them.
+pub fn msm_windows_queued(dev: &GpuDevice, bases: u64, scalars: u64, plan: &MsmPlan) -> Result<DevBuf> {
     let MsmPlan { n, curve, c, windows, buckets, segments, per_thread } = *plan;
     let slots = windows as u64 * buckets as u64;
     let (tile, tiles) = (plan.tile(), plan.tiles());
@@ -134,10 +193,8 @@ pub fn msm_windows(dev: &GpuDevice, bases: u64, scalars: u64, plan: &MsmPlan) ->
     prof.mark("bucket reduce")?;
     drop(bucket_sums);
     let folded = fold(dev, curve, seg, windows as u64, segments as u64)?;
-    let mut out = vec![0u8; windows as usize * curve.xyzz_bytes()];
-    dev.download(&folded, 0, &mut out, "MSM window sums")?;
-    prof.mark("fold+download")?;
-    Ok(out)
+    prof.mark("fold")?;
+    Ok(folded)
 }
 
 /// Σ_w 2^(c·w) · W_w, by Horner from the top window.

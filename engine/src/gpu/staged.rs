@@ -2,10 +2,13 @@
 //!
 //! - `stage` uploads a partition's a, b, c, MSM scalars and one-bitmaps on a copy stream of its
 //!   own (from host memory the HostPinner pinned), so partition k+1's upload overlaps partition
-//!   k's kernels on the compute stream;
+//!   k's kernels;
 //! - the SRS bases are uploaded once per parameter set and stay resident on the device;
-//! - `compute` runs H and every MSM from device memory only: H's coefficients never leave the
-//!   device before the H-MSM.
+//! - `compute` runs H and every MSM from device memory only (H's coefficients never leave the
+//!   device before the H-MSM), on a stream of the calling worker's own: it queues all of the
+//!   partition's kernels under the per-GPU lock, says so (`compute_then`'s `launched`), and only
+//!   then waits for them and reads the sums, so a second worker's partition queues its kernels
+//!   while the first one's run, and the GPU never waits on the host between partitions.
 //!
 //! The heavy steps one by one (`compute_h`, `msm_g1`, …) are the plain `GpuBackend`'s.
 
@@ -17,11 +20,12 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cudarc::driver::CudaStream;
 use cuzk_srs::Srs;
 
-use super::batch_add::{batch_add_g1_device, batch_add_g2_device};
+use super::batch_add::batch_add_queued;
 use super::buf::DevBuf;
 use super::h::{compute_h_device, HDomain};
-use super::msm::{msm_g1_device, msm_g2_device};
-use super::{as_bytes, backend_err, GpuBackend, Result};
+use super::msm::QueuedMsm;
+use super::points::{g1_from_xyzz, g2_from_xyzz, Curve};
+use super::{as_bytes, backend_err, GpuBackend, GpuDevice, Result};
 use crate::backend::{Backend, Bitmap, Computed, Staged};
 use crate::prover::{Prepared, Split, Sums};
 use crate::timings::Timings;
@@ -60,6 +64,30 @@ pub struct PipelinedGpu {
     resident: Mutex<Option<Arc<Resident>>>,
     domains: Mutex<HashMap<u32, Arc<HDomain>>>,
     compute_lock: Mutex<()>,
+    /// Worker streams not in use: each `compute` takes one (forking a new one if none is free),
+    /// so the kernels of two workers' partitions run on two streams.
+    workers: Mutex<Vec<GpuDevice>>,
+}
+
+/// A worker stream taken from the pool; back into it on drop.
+struct Worker<'a> {
+    pool: &'a Mutex<Vec<GpuDevice>>,
+    dev: Option<GpuDevice>,
+}
+
+impl std::ops::Deref for Worker<'_> {
+    type Target = GpuDevice;
+    fn deref(&self) -> &GpuDevice {
+        self.dev.as_ref().expect("a worker holds its device until dropped")
+    }
+}
+
+impl Drop for Worker<'_> {
+    fn drop(&mut self) {
+        if let (Some(d), Ok(mut pool)) = (self.dev.take(), self.pool.lock()) {
+            pool.push(d);
+        }
+    }
 }
 
 fn srs_key(srs: &Srs) -> (usize, usize, usize, [u8; 96]) {
@@ -74,7 +102,7 @@ impl PipelinedGpu {
     pub fn new(ordinal: usize) -> Result<Self> {
         let inner = GpuBackend::new(ordinal)?;
         let copy = inner.device().ctx.new_stream().map_err(|e| backend_err(format!("copy stream on GPU {ordinal}: {e:?}")))?;
-        Ok(PipelinedGpu { inner, copy, resident: Mutex::new(None), domains: Mutex::new(HashMap::new()), compute_lock: Mutex::new(()) })
+        Ok(PipelinedGpu { inner, copy, resident: Mutex::new(None), domains: Mutex::new(HashMap::new()), compute_lock: Mutex::new(()), workers: Mutex::new(Vec::new()) })
     }
 
     pub fn inner(&self) -> &GpuBackend {
@@ -120,18 +148,29 @@ impl PipelinedGpu {
         Ok(r)
     }
 
+    fn worker(&self) -> Result<Worker<'_>> {
+        let free = self.workers.lock().map_err(|_| backend_err("worker stream pool poisoned"))?.pop();
+        let dev = match free {
+            Some(d) => d,
+            None => self.inner.device().fork()?,
+        };
+        Ok(Worker { pool: &self.workers, dev: Some(dev) })
+    }
+
     fn domain(&self, log_n: u32) -> Result<Arc<HDomain>> {
         let mut d = self.domains.lock().map_err(|_| backend_err("domain cache poisoned"))?;
         if let Some(x) = d.get(&log_n) {
             return Ok(x.clone());
         }
         let x = Arc::new(HDomain::new(self.inner.device(), log_n)?);
+        // Built on the backend's own stream; the workers' streams read it.
+        self.inner.device().sync("building the NTT domain")?;
         d.insert(log_n, x.clone());
         Ok(x)
     }
 }
 
-/// Waits for the device's compute stream when dropped.
+/// Waits for a worker's stream when dropped.
 struct QuietOnDrop<'a>(&'a super::GpuDevice);
 
 impl Drop for QuietOnDrop<'_> {
@@ -197,59 +236,108 @@ impl Backend for PipelinedGpu {
     }
 
     fn compute(&self, srs: &Srs, staged: Staged, t: &mut Timings) -> Result<Computed> {
+        self.compute_then(srs, staged, t, &mut || {})
+    }
+
+    fn compute_then(&self, srs: &Srs, staged: Staged, t: &mut Timings, launched: &mut dyn FnMut()) -> Result<Computed> {
         let Staged { index, public_inputs, payload } = staged;
         let on = match payload.downcast::<OnDevice>() {
             Ok(on) => *on,
             // Staged on the host (e.g. by a caller that skipped `stage`): the heavy steps one by one.
             Err(other) => {
                 let p = other.downcast::<Prepared>().map_err(|_| backend_err("partition was staged by another backend"))?;
-                let sums = crate::backend::run_steps(self, srs, *p, t)?;
-                return Ok(Computed { index, public_inputs, payload: Box::new(sums) });
+                let sums = crate::backend::run_steps(self, srs, *p, t);
+                launched();
+                return Ok(Computed { index, public_inputs, payload: Box::new(sums?) });
             }
         };
-        let _g = self.compute_lock.lock().map_err(|_| backend_err("compute lock poisoned"))?;
-        let dev = self.inner.device();
+        let worker = self.worker()?;
+        let dev: &GpuDevice = &worker;
         // The partition's buffers belong to the copy stream, whose allocator may hand their memory
         // to the next upload as soon as they are freed: on every way out of here (errors too), wait
-        // for this stream's kernels before they drop. Declared after `on`, so it drops first.
+        // for this worker's kernels before they drop. Declared after `on`, so it drops first.
         let _quiet = QuietOnDrop(dev);
-        let r = self.resident(srs)?;
-        let n = 1u64 << on.log_n;
-        if srs.h().len() as u64 != n - 1 {
-            return Err(backend_err(format!("the partition's domain is {n}; the parameters' h has {} points", srs.h().len())));
+
+        // Queue every kernel of the partition on the worker's stream, under the per-GPU lock; the
+        // lock is released before waiting for them.
+        let (r, d, queued, marks) = {
+            let _g = self.compute_lock.lock().map_err(|_| backend_err("compute lock poisoned"))?;
+            let r = self.resident(srs)?;
+            let n = 1u64 << on.log_n;
+            if srs.h().len() as u64 != n - 1 {
+                return Err(backend_err(format!("the partition's domain is {n}; the parameters' h has {} points", srs.h().len())));
+            }
+            check("l", srs.l().len(), on.l.n)?;
+            check("a", srs.a().len(), on.a_query.n)?;
+            check("b", srs.b_g1().len(), on.b_query.n)?;
+            let d = self.domain(on.log_n)?;
+
+            let mut marks = vec![("", dev.mark()?)];
+            compute_h_device(dev, &d, on.a.ptr(), on.b.ptr(), on.c.ptr())?;
+            let h = QueuedMsm::queue(dev, Curve::G1, &r.h, &on.b, n - 1)?;
+            marks.push(("ntt_msm_h", dev.mark()?));
+            let mut g1 = |bases: &DevBuf, s: &DeviceSplit, curve: Curve, tail: &'static str, ones: &'static str| -> Result<Queued> {
+                let msm = QueuedMsm::queue(dev, curve, bases, &s.tail, s.n)?;
+                marks.push((tail, dev.mark()?));
+                let sum = match &s.ones {
+                    Some(bits) if s.n > 0 => Some(batch_add_queued(dev, curve, bases, bits, s.n)?),
+                    _ => None,
+                };
+                marks.push((ones, dev.mark()?));
+                Ok(Queued { msm, ones: sum })
+            };
+            let l = g1(&r.l, &on.l, Curve::G1, "tail_msm", "batch_add")?;
+            let a = g1(&r.a, &on.a_query, Curve::G1, "tail_msm", "batch_add")?;
+            let b_g1 = g1(&r.b_g1, &on.b_query, Curve::G1, "tail_msm", "batch_add")?;
+            let b_g2 = g1(&r.b_g2, &on.b_query, Curve::G2, "b_g2_msm", "b_g2_msm")?;
+            (r, d, (h, l, a, b_g1, b_g2), marks)
+        };
+        launched();
+        dev.sync("waiting for the partition's kernels")?;
+        let end = Instant::now();
+        // The events' times relative to the last one, placed on the host clock at `end`.
+        let last = &marks[marks.len() - 1].1;
+        let at = |ev: &cudarc::driver::CudaEvent| -> Result<Instant> {
+            let ms = ev.elapsed_ms(last).map_err(|e| backend_err(format!("event timing: {e:?}")))?;
+            Ok(end.checked_sub(std::time::Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3)).unwrap_or(end))
+        };
+        for w in marks.windows(2) {
+            t.span(w[1].0, at(&w[0].1)?, at(&w[1].1)?);
         }
-        check("l", srs.l().len(), on.l.n)?;
-        check("a", srs.a().len(), on.a_query.n)?;
-        check("b", srs.b_g1().len(), on.b_query.n)?;
-
-        let start = Instant::now();
-        let d = self.domain(on.log_n)?;
-        compute_h_device(dev, &d, on.a.ptr(), on.b.ptr(), on.c.ptr())?;
-        let h = msm_g1_device(dev, &r.h, &on.b, n - 1)?;
-        // The MSM's result download synchronised the stream: a, b, c are no longer in use.
-        drop((on.a, on.b, on.c));
-        t.step("ntt_msm_h", start);
-
-        let g1 = |bases: &DevBuf, s: &DeviceSplit, t: &mut Timings| -> Result<G1Projective> {
-            let start = Instant::now();
-            let mut acc = msm_g1_device(dev, bases, &s.tail, s.n)?;
-            t.step("tail_msm", start);
-            if let Some(bits) = &s.ones {
-                let start = Instant::now();
-                acc += batch_add_g1_device(dev, bases, bits, s.n)?;
-                t.step("batch_add", start);
+        let (h, l, a, b_g1, b_g2) = queued;
+        let g1_sum = |q: Queued| -> Result<G1Projective> {
+            let mut acc = QueuedMsm::g1(q.msm, dev)?;
+            if let Some(s) = q.ones {
+                acc += g1_from_xyzz(&download_point(dev, &s, Curve::G1)?);
             }
             Ok(acc)
         };
-        let l = g1(&r.l, &on.l, t)?;
-        let a = g1(&r.a, &on.a_query, t)?;
-        let b_g1 = g1(&r.b_g1, &on.b_query, t)?;
-        let start = Instant::now();
-        let mut b_g2 = msm_g2_device(dev, &r.b_g2, &on.b_query.tail, on.b_query.n)?;
-        if let Some(bits) = &on.b_query.ones {
-            b_g2 += batch_add_g2_device(dev, &r.b_g2, bits, on.b_query.n)?;
-        }
-        t.step("b_g2_msm", start);
-        Ok(Computed { index, public_inputs, payload: Box::new(Sums { h, l, a, b_g1, b_g2 }) })
+        let sums = Sums {
+            h: QueuedMsm::g1(h, dev)?,
+            l: g1_sum(l)?,
+            a: g1_sum(a)?,
+            b_g1: g1_sum(b_g1)?,
+            b_g2: {
+                let mut acc = QueuedMsm::g2(b_g2.msm, dev)?;
+                if let Some(s) = b_g2.ones {
+                    acc += g2_from_xyzz(&download_point(dev, &s, Curve::G2)?);
+                }
+                acc
+            },
+        };
+        drop((r, d));
+        Ok(Computed { index, public_inputs, payload: Box::new(sums) })
     }
+}
+
+/// One MSM with its batch addition, queued.
+struct Queued {
+    msm: Option<QueuedMsm>,
+    ones: Option<DevBuf>,
+}
+
+fn download_point(dev: &GpuDevice, buf: &DevBuf, curve: Curve) -> Result<Vec<u8>> {
+    let mut out = vec![0u8; curve.xyzz_bytes()];
+    dev.download(buf, 0, &mut out, "batch-addition sum")?;
+    Ok(out)
 }
