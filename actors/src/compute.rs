@@ -64,7 +64,7 @@ impl Handler<Compute> for ComputeActor {
             let mut t = Timings::default();
             let mut launched_at = None;
             let r = self.backend.compute_then(&ticket.srs, staged, &mut t, &mut || {
-                launched_at = Some(Instant::now());
+                launched_at.get_or_insert_with(Instant::now);
                 turn.take();
             });
             drop(turn);
