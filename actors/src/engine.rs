@@ -100,7 +100,9 @@ impl Engine {
                         workers_per_gpu: cfg.gpu_workers_per_device.max(1),
                     };
                     let dispatcher = Dispatcher::new(dcfg, tl.clone())?.start();
-                    let chunk = cfg.pin_chunk;
+                    // Whole multiples of the copy piece, so that no copy piece spans two registrations.
+                    let piece = cuzk_engine::backend::COPY_PIECE;
+                    let chunk = cfg.pin_chunk.div_ceil(piece).max(1) * piece;
                     // The factory is `Fn`; the one pinner thread takes the API out once.
                     let api = Mutex::new(Some(pin_api));
                     let pinner = SyncArbiter::start(1, move || {

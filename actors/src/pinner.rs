@@ -1,9 +1,11 @@
 //! HostPinner: the only code that pins host memory.
 //!
 //! Registrations are immutable ranges with a reference count. A request is covered by existing
-//! registrations where they overlap it (their counts go up) and by new registrations, at most
-//! `chunk` bytes each, for the gaps — so overlapping requests from two workers never register the
-//! same byte twice (CUDA error 712 in the story cuzk starts from). A lease releases its counts when
+//! registrations where they overlap it (their counts go up) and by new registrations for the gaps,
+//! each within one aligned block of `chunk` bytes (absolute addresses) — so overlapping requests
+//! from two workers never register the same byte twice (CUDA error 712 in the story cuzk starts
+//! from), and a copy split as `cuzk_engine::backend::COPY_PIECE` says reads from one registration
+//! per piece. A lease releases its counts when
 //! dropped; a registration is unregistered when its last holder goes.
 
 use std::collections::BTreeMap;
@@ -96,7 +98,7 @@ impl HostPinner {
                 next => {
                     let gap_end = next.map(|(&s, _)| s).unwrap_or(end).min(end);
                     while at < gap_end {
-                        let n = (gap_end - at).min(self.chunk);
+                        let n = (gap_end - at).min(self.chunk - at % self.chunk);
                         self.api.register(at, n)?;
                         self.regs.insert(at, Registration { len: n, holders: 1 });
                         held.push(at);
@@ -268,6 +270,18 @@ mod tests {
         assert_eq!((s.registers, s.registered_bytes), (2, 2 * 4096));
         p.drop_holds(&a).unwrap();
         p.drop_holds(&b).unwrap();
+        assert!(stats.lock().unwrap().live.is_empty());
+    }
+
+    #[test]
+    fn registrations_never_cross_a_chunk_boundary() {
+        let (mut p, stats) = pinner(8192);
+        let mut a = Vec::new();
+        p.pin_range(4096 + 7, 5 * 8192, &mut a).unwrap();
+        for (&s, r) in &p.regs {
+            assert_eq!(s / 8192, (s + r.len - 1) / 8192, "registration {s:#x}+{} crosses a chunk boundary", r.len);
+        }
+        p.drop_holds(&a).unwrap();
         assert!(stats.lock().unwrap().live.is_empty());
     }
 

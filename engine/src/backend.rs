@@ -103,6 +103,13 @@ pub trait Backend: Send + Sync {
     }
 }
 
+/// Host-to-device copies of staged partitions are split at the absolute multiples of this many
+/// bytes and at the first and last page boundary of each buffer; the HostPinner registers gaps in
+/// chunks that are multiples of it and never cross one of its multiples. Together: every copy
+/// piece lies within one registration (an asynchronous copy whose host range spans two
+/// registrations fails with CUDA_ERROR_INVALID_VALUE).
+pub const COPY_PIECE: usize = 64 << 20;
+
 fn foreign(backend: &str, what: &str) -> EngineError {
     EngineError::Backend { backend: backend.into(), what: format!("partition was {what} by another backend") }
 }

@@ -97,3 +97,4 @@ fn probe_reports_what_is_missing_instead_of_panicking() {
 }
 
 
+

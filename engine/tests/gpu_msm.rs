@@ -130,13 +130,27 @@ fn msm_explicit_plans_match_cpu() {
     .expect("explicit G2 plans");
 }
 
-/// The planned window for 2^22 points is wider than 16 bits: the whole wide-window path at size.
+/// 2^22 + 3 points under the planned window and under 20- and 22-bit windows (the plans that
+/// larger MSMs take): the whole wide-window path at size.
 #[test]
 fn msm_g1_wide_windows_at_2p22() {
     let Some(b) = backend("msm_g1_wide_windows_at_2p22") else { return };
     let mut rng = rng("msm_g1_wide_windows_at_2p22");
-    assert!(MsmPlan::new(1 << 22, Curve::G1).c > 16);
-    check_g1(b, 1 << 22, &mut rng, true);
+    let n = (1 << 22) + 3;
+    let mut bases = g1_points(&mut rng, n);
+    plant_point_edges(&mut bases);
+    let mut s = scalars(&mut rng, n);
+    plant_scalar_edges(&mut s);
+    let want = cpu_msm_g1(&bases, &s);
+    assert_eq!(b.msm_g1(&bases, &s).unwrap(), want, "planned window");
+    b.with_device(|dev| {
+        let (bb, sb) = (dev.upload(as_bytes(&bases), "test bases")?, dev.upload(as_bytes(&s), "test scalars")?);
+        for c in [20, 22] {
+            assert_eq!(msm_g1_with_plan(dev, &bb, &sb, &MsmPlan::with_window(n as u64, Curve::G1, c))?, want, "c = {c}");
+        }
+        Ok(())
+    })
+    .expect("wide windows at 2^22");
 }
 
 #[test]

@@ -18,14 +18,24 @@ pub const MAX_WINDOW_BITS: u32 = 24;
 /// Accumulation threads an MSM aims for (about four waves of 512 threads on 132 SMs): each gets
 /// an equal share of every window's sorted points.
 const TARGET_THREADS: u64 = 1 << 18;
-/// The cost model, in picoseconds on an H200 (G1; G2 scales both terms alike), fitted to the
-/// phases `CUZK_MSM_PROFILE` showed at 2^26 points for c = 16, 20, 22: per point and window
-/// (sorting plus one mixed addition; the sort's counters leave the L2 cache beyond 16-bit
-/// windows, so it grows with c), and per bucket (the running-sum reduction).
-fn point_window_ps(c: u32) -> u64 {
-    560 + 24 * c.saturating_sub(16) as u64
+/// The cost model, in picoseconds on an H200, fitted to `CUZK_MSM_PROFILE` phase times and window
+/// sweeps (G1 at 2^24 and 2^26, G2 at 2^24; c = 16, 20, 22). Per point and window: the sort
+/// (its counters leave the L2 cache beyond 16-bit windows, so it grows with c) and one mixed
+/// addition (a little dearer with smaller buckets); per bucket: the running-sum reduction.
+fn point_window_ps(c: u32, curve: Curve) -> u64 {
+    let wide = c.saturating_sub(16) as u64;
+    let add = match curve {
+        Curve::G1 => 504,
+        Curve::G2 => 2000,
+    };
+    55 + 12 * wide + add * (40 + wide) / 40
 }
-const BUCKET_PS: u64 = 3_300;
+fn bucket_ps(curve: Curve) -> u64 {
+    match curve {
+        Curve::G1 => 3_300,
+        Curve::G2 => 4_500,
+    }
+}
 /// The top window must keep at least this many bits: a narrow top window puts every point into a
 /// handful of buckets (2^22 points in 8 buckets at c = 18), which serialises their sums.
 const MIN_TOP_BITS: u32 = 8;
@@ -48,7 +58,7 @@ pub fn window_bits(n: u64, curve: Curve) -> u32 {
     (4..=MAX_WINDOW_BITS)
         .filter(|&c| top_bits(c) >= MIN_TOP_BITS.min(c))
         .filter(|&c| windows_of(c) as u64 * (1u64 << (c - 1)) * curve.xyzz_bytes() as u64 <= cap)
-        .min_by_key(|&c| windows_of(c) as u64 * (n * point_window_ps(c) + (1u64 << (c - 1)) * BUCKET_PS))
+        .min_by_key(|&c| windows_of(c) as u64 * (n * point_window_ps(c, curve) + (1u64 << (c - 1)) * bucket_ps(curve)))
         .unwrap_or(4)
 }
 

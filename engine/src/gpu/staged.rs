@@ -26,7 +26,7 @@ use super::h::{compute_h_device, HDomain};
 use super::msm::QueuedMsm;
 use super::points::{g1_from_xyzz, g2_from_xyzz, Curve};
 use super::{as_bytes, backend_err, GpuBackend, GpuDevice, Result};
-use crate::backend::{Backend, Bitmap, Computed, Staged};
+use crate::backend::{Backend, Bitmap, Computed, Staged, COPY_PIECE};
 use crate::prover::{Prepared, Split, Sums};
 use crate::timings::Timings;
 
@@ -114,9 +114,9 @@ impl PipelinedGpu {
         // SAFETY: the whole allocation is written by the copy below before any read.
         let mut s = unsafe { self.copy.alloc::<u8>(bytes.len().max(1)) }
             .map_err(|e| backend_err(format!("allocating {} bytes for {what}: {e:?}", bytes.len())))?;
-        if !bytes.is_empty() {
-            let mut view = s.slice_mut(0..bytes.len());
-            self.copy.memcpy_htod(bytes, &mut view).map_err(|e| backend_err(format!("upload of {what}: {e:?}")))?;
+        for (lo, hi) in copy_pieces(bytes.as_ptr() as usize, bytes.len()) {
+            let mut view = s.slice_mut(lo..hi);
+            self.copy.memcpy_htod(&bytes[lo..hi], &mut view).map_err(|e| backend_err(format!("upload of {what} (bytes {lo}..{hi}): {e:?}")))?;
         }
         Ok(DevBuf::from_slice(s))
     }
@@ -168,6 +168,26 @@ impl PipelinedGpu {
         d.insert(log_n, x.clone());
         Ok(x)
     }
+}
+
+/// The pieces `[lo, hi)` (offsets into a buffer at host address `addr` of `len` bytes) a copy is
+/// split into: at the buffer's first and last page boundary and at absolute multiples of
+/// `COPY_PIECE`, so that each piece lies within one of the HostPinner's registrations.
+pub fn copy_pieces(addr: usize, len: usize) -> Vec<(usize, usize)> {
+    const PAGE: usize = 4096;
+    let end = addr + len;
+    let mut cuts = vec![addr, end];
+    cuts.push(addr.div_ceil(PAGE) * PAGE);
+    cuts.push(end / PAGE * PAGE);
+    let mut m = addr.div_ceil(COPY_PIECE) * COPY_PIECE;
+    while m < end {
+        cuts.push(m);
+        m += COPY_PIECE;
+    }
+    cuts.retain(|&c| c >= addr && c <= end);
+    cuts.sort_unstable();
+    cuts.dedup();
+    cuts.windows(2).map(|w| (w[0] - addr, w[1] - addr)).collect()
 }
 
 /// Waits for a worker's stream when dropped.
@@ -340,4 +360,34 @@ fn download_point(dev: &GpuDevice, buf: &DevBuf, curve: Curve) -> Result<Vec<u8>
     let mut out = vec![0u8; curve.xyzz_bytes()];
     dev.download(buf, 0, &mut out, "batch-addition sum")?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copy_pieces_cover_the_buffer_and_never_cross_a_page_or_piece_boundary_inside() {
+        for (addr, len) in [(0x1000_0010usize, 300_000_000usize), (4096, 4096), (100, 10), (COPY_PIECE - 5, 10), (0, 0), (7, COPY_PIECE * 3)] {
+            let p = copy_pieces(addr, len);
+            let mut at = 0;
+            for &(lo, hi) in &p {
+                assert_eq!(lo, at);
+                assert!(hi > lo);
+                at = hi;
+                let (a, b) = (addr + lo, addr + hi);
+                // Within one COPY_PIECE block, and either within one page or page-aligned inside.
+                assert_eq!(a / COPY_PIECE, (b - 1) / COPY_PIECE, "piece {a:#x}..{b:#x} crosses a piece boundary");
+                let first_page = a / 4096 == addr / 4096;
+                let last_page = (b - 1) / 4096 == (addr + len - 1) / 4096;
+                if first_page && a % 4096 != 0 {
+                    assert_eq!(a / 4096, (b - 1) / 4096, "the head piece leaves the buffer's first page");
+                }
+                if last_page && b % 4096 != 0 && !(first_page && a / 4096 == (b - 1) / 4096) {
+                    assert_eq!(a / 4096, (b - 1) / 4096, "the tail piece starts before the buffer's last page");
+                }
+            }
+            assert_eq!(at, len);
+        }
+    }
 }
