@@ -101,7 +101,7 @@ impl StageTotals {
                 "pin" => &mut t.pin_ms,
                 "upload" => &mut t.upload_ms,
                 "mutex_wait" => &mut t.mutex_wait_ms,
-                "ntt_msm_h" => &mut t.ntt_msm_h_ms,
+                "ntt_msm_h" | "ntt_h" | "msm_h" => &mut t.ntt_msm_h_ms,
                 "batch_add" => &mut t.batch_add_ms,
                 "tail_msm" => &mut t.tail_msm_ms,
                 "b_g2_msm" => &mut t.b_g2_msm_ms,
@@ -162,6 +162,9 @@ fn color(stage: &str) -> &'static str {
         "upload" => "#ff9800",
         "mutex_wait" => "#ef9a9a",
         "ntt_msm_h" => "#1e88e5",
+        "ntt_h" => "#42a5f5",
+        "msm_h" => "#1565c0",
+        "dtoh" => "#26a69a",
         "tail_msm" => "#3949ab",
         "batch_add" => "#00acc1",
         "b_g2_msm" => "#8e24aa",
@@ -248,6 +251,14 @@ mod tests {
 
     fn span(stage: &'static str, gpu: usize, a: u64, b: u64) -> Span {
         Span { job: 1, partition: 0, stage, gpu: Some(gpu), worker: Some(0), start_us: a, end_us: b, bytes: 0 }
+    }
+
+    #[test]
+    fn h_and_its_msm_timed_apart_add_up_under_ntt_msm_h() {
+        let s = vec![span("ntt_h", 0, 0, 30), span("msm_h", 0, 30, 100), span("ntt_msm_h", 1, 0, 50), span("dtoh", 0, 100, 110)];
+        let t = StageTotals::of(&s);
+        assert!((t.ntt_msm_h_ms - 0.150).abs() < 1e-9, "{}", t.ntt_msm_h_ms);
+        assert_eq!(t.gpu_total_ms, 0.0);
     }
 
     #[test]

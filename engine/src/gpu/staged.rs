@@ -295,8 +295,9 @@ impl Backend for PipelinedGpu {
 
             let mut marks = vec![("", dev.mark()?)];
             compute_h_device(dev, &d, on.a.ptr(), on.b.ptr(), on.c.ptr())?;
+            marks.push(("ntt_h", dev.mark()?));
             let h = QueuedMsm::queue(dev, Curve::G1, &r.h, &on.b, n - 1)?;
-            marks.push(("ntt_msm_h", dev.mark()?));
+            marks.push(("msm_h", dev.mark()?));
             let mut g1 = |bases: &DevBuf, s: &DeviceSplit, curve: Curve, tail: &'static str, ones: &'static str| -> Result<Queued> {
                 let msm = QueuedMsm::queue(dev, curve, bases, &s.tail, s.n)?;
                 marks.push((tail, dev.mark()?));
@@ -329,6 +330,7 @@ impl Backend for PipelinedGpu {
             t.span(w[1].0, at(&w[0].1)?, at(&w[1].1)?);
         }
         let (h, l, a, b_g1, b_g2) = queued;
+        let read_back = Instant::now();
         let g1_sum = |q: Queued| -> Result<G1Projective> {
             let mut acc = QueuedMsm::g1(q.msm, dev)?;
             if let Some(s) = q.ones {
@@ -349,6 +351,7 @@ impl Backend for PipelinedGpu {
                 acc
             },
         };
+        t.span("dtoh", read_back, Instant::now());
         drop((r, d));
         Ok(Computed { index, public_inputs, payload: Box::new(sums) })
     }
