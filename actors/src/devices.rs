@@ -49,6 +49,9 @@ fn cuda(residency: Residency, resident: Option<u64>, reserve: u64) -> Result<Dev
     // Decide residency from GPU 0's free memory (the GPUs of one host are alike).
     let free0 = {
         let ctx = cudarc::driver::CudaContext::new(0).map_err(|e| format!("cuCtxCreate on GPU 0: {e:?}"))?;
+        // The pool keeps freed memory (an engine started before in this process may have left
+        // some): free memory is read after a trim.
+        cuzk_engine::gpu::pool::trim(&ctx, 0).map_err(|e| e.to_string())?;
         ctx.mem_get_info().map_err(|e| format!("cuMemGetInfo on GPU 0: {e:?}"))?.0 as u64
     };
     let staging = match residency {
@@ -69,6 +72,7 @@ fn cuda(residency: Residency, resident: Option<u64>, reserve: u64) -> Result<Dev
             b = plain.clone();
         }
         let ctx = dev.ctx.clone();
+        cuzk_engine::gpu::pool::trim(&ctx, 0).map_err(|e| e.to_string())?;
         let (f, total) = ctx.mem_get_info().map_err(|e| format!("cuMemGetInfo on GPU {i}: {e:?}"))?;
         names.push(format!("{} ({} of {} MiB free{})", dev.name, f >> 20, total >> 20, if staging { ", staged, resident SRS" } else { "" }));
         pin_ctx.get_or_insert(ctx);

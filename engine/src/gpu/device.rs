@@ -59,6 +59,10 @@ impl GpuDevice {
             .attribute(dsys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .map_err(|e| backend_err(format!("SM count of GPU {ordinal}: {e:?}")))? as u32;
         let stream = ctx.new_stream().map_err(|e| backend_err(format!("stream on GPU {ordinal}: {e:?}")))?;
+        if let Err(e) = super::pool::keep(&ctx) {
+            // Only a cost: freed memory then goes back to the driver at every synchronisation.
+            eprintln!("cuzk: {e}; the memory pool will release freed memory at each synchronisation");
+        }
         let verbose = std::env::var_os("CUZK_GPU_VERBOSE").is_some();
         let mut funcs = HashMap::new();
         let mut compiled = Vec::new();

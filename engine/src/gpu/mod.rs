@@ -12,6 +12,7 @@ pub mod msm;
 pub mod ntt;
 pub mod nvrtc;
 pub mod points;
+pub mod pool;
 pub mod sources;
 pub mod staged;
 

@@ -134,8 +134,12 @@ impl PipelinedGpu {
         if let Some(r) = slot.as_ref().filter(|r| r.key == key) {
             return Ok(r.clone());
         }
-        *slot = None; // free the previous set first
         let dev = self.inner.device();
+        if slot.take().is_some() {
+            // Free the previous set first, and give its memory back (the pool keeps freed memory).
+            dev.sync("freeing the previous resident SRS")?;
+            super::pool::trim(&dev.ctx, 0)?;
+        }
         let r = Arc::new(Resident {
             key,
             h: dev.upload(as_bytes(srs.h()), "resident h bases")?,
