@@ -124,11 +124,20 @@ impl StageTotals {
     }
 }
 
-/// Fraction of `[from_us, to_us)` during which some `compute` span ran on `gpu`.
+/// The heavy steps a backend times (on a GPU: between CUDA events on the worker's stream).
+pub const KERNEL_STAGES: [&str; 6] = ["ntt_msm_h", "ntt_h", "msm_h", "tail_msm", "batch_add", "b_g2_msm"];
+
+/// Fraction of `[from_us, to_us)` during which `gpu` ran one of its heavy steps (`KERNEL_STAGES`;
+/// the whole `compute` spans if there are none). A `compute` span also holds the host's work
+/// around the kernels (queueing them, reading the sums back), so it overstates how busy the GPU
+/// was.
 pub fn busy_fraction(spans: &[Span], gpu: usize, from_us: u64, to_us: u64) -> f64 {
+    let on_gpu = |s: &&Span| s.gpu == Some(gpu);
+    let kernels = spans.iter().filter(on_gpu).any(|s| KERNEL_STAGES.contains(&s.stage));
     let mut iv: Vec<(u64, u64)> = spans
         .iter()
-        .filter(|s| s.stage == "compute" && s.gpu == Some(gpu))
+        .filter(on_gpu)
+        .filter(|s| if kernels { KERNEL_STAGES.contains(&s.stage) } else { s.stage == "compute" })
         .map(|s| (s.start_us.max(from_us), s.end_us.min(to_us)))
         .filter(|(a, b)| a < b)
         .collect();
@@ -259,6 +268,12 @@ mod tests {
         let t = StageTotals::of(&s);
         assert!((t.ntt_msm_h_ms - 0.150).abs() < 1e-9, "{}", t.ntt_msm_h_ms);
         assert_eq!(t.gpu_total_ms, 0.0);
+    }
+
+    #[test]
+    fn busy_fraction_counts_the_heavy_steps_not_the_host_work_around_them() {
+        let s = vec![span("compute", 0, 0, 100), span("ntt_h", 0, 10, 30), span("msm_h", 0, 30, 60), span("tail_msm", 0, 50, 70)];
+        assert!((busy_fraction(&s, 0, 0, 100) - 0.6).abs() < 1e-9);
     }
 
     #[test]

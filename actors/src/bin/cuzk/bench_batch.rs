@@ -105,7 +105,7 @@ pub fn run(a: Args) -> Result<()> {
         let s_per_proof = wall / a.count.max(1) as f64;
         println!("{}", StageTotals::of(&spans).line());
         println!(
-            "summary gpu_workers={gw}: {:.3} s/proof over {} proofs, wall {:.2} s, gpu busy {:.1}% (first to last compute), vram high water {} of {} bytes",
+            "summary gpu_workers={gw}: {:.3} s/proof over {} proofs, wall {:.2} s, gpu busy {:.1}% (kernel stages, first to last compute), vram high water {} of {} bytes",
             s_per_proof,
             a.count,
             wall,
