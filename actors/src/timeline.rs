@@ -85,6 +85,8 @@ pub struct StageTotals {
     pub tail_msm_ms: f64,
     pub b_g2_msm_ms: f64,
     pub gpu_total_ms: f64,
+    /// Reading a partition's sums back and combining them on the host, after its kernels.
+    pub dtoh_ms: f64,
     pub collect_ms: f64,
     pub assemble_ms: f64,
     pub verify_ms: f64,
@@ -106,6 +108,7 @@ impl StageTotals {
                 "tail_msm" => &mut t.tail_msm_ms,
                 "b_g2_msm" => &mut t.b_g2_msm_ms,
                 "compute" => &mut t.gpu_total_ms,
+                "dtoh" => &mut t.dtoh_ms,
                 "collect" => &mut t.collect_ms,
                 "assemble" => &mut t.assemble_ms,
                 "verify" => &mut t.verify_ms,
@@ -118,8 +121,18 @@ impl StageTotals {
 
     pub fn line(&self) -> String {
         format!(
-            "synth_ms={:.1} queue_ms={:.1} mutex_wait_ms={:.1} ntt_msm_h_ms={:.1} batch_add_ms={:.1} tail_msm_ms={:.1} gpu_total_ms={:.1} b_g2_msm_ms={:.1}",
-            self.synth_ms, self.queue_ms, self.mutex_wait_ms, self.ntt_msm_h_ms, self.batch_add_ms, self.tail_msm_ms, self.gpu_total_ms, self.b_g2_msm_ms
+            "synth_ms={:.1} queue_ms={:.1} mutex_wait_ms={:.1} ntt_msm_h_ms={:.1} batch_add_ms={:.1} tail_msm_ms={:.1} gpu_total_ms={:.1} b_g2_msm_ms={:.1} pin_ms={:.1} upload_ms={:.1} dtoh_ms={:.1}",
+            self.synth_ms,
+            self.queue_ms,
+            self.mutex_wait_ms,
+            self.ntt_msm_h_ms,
+            self.batch_add_ms,
+            self.tail_msm_ms,
+            self.gpu_total_ms,
+            self.b_g2_msm_ms,
+            self.pin_ms,
+            self.upload_ms,
+            self.dtoh_ms
         )
     }
 }
