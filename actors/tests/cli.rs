@@ -1,4 +1,5 @@
-//! The `cuzk` binary end to end: prove an example, inspect good and corrupt parameter files.
+//! The `cuzk` binary end to end: prove an example, inspect good and corrupt parameter files, run
+//! the batch bench with a repeated setting.
 
 use std::process::Command;
 
@@ -40,4 +41,35 @@ fn prove_inspect_and_refuse_a_corrupt_file() {
     let out = cuzk(&["prove", "--circuit", "nope"], dir.path());
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown circuit `nope`"));
+}
+
+#[test]
+fn bench_batch_prints_one_line_per_proof_and_the_mean_of_repeated_settings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    let tl = dir.join("timelines");
+    let out = cuzk(
+        &["bench", "batch", "--backend", "cpu", "-c", "2", "-j", "2", "-p", "2", "--size", "10", "--gpu-workers", "1,2,1", "--timeline-dir", tl.to_str().unwrap()],
+        &dir,
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.iter().filter(|l| l.starts_with("proof ")).count(), 6, "{stdout}");
+    assert_eq!(lines.iter().filter(|l| l.starts_with("summary gpu_workers=")).count(), 3);
+    let runs = lines.iter().find(|l| l.starts_with("runs: ")).expect("a runs line");
+    let run = |k: &str| -> Vec<f64> { runs.split_whitespace().filter_map(|w| w.strip_prefix(k)).map(|v| v.parse().unwrap()).collect() };
+    let (gw1, gw2) = (run("gw1="), run("gw2="));
+    assert_eq!((gw1.len(), gw2.len()), (2, 1));
+    let want = format!("gw1_s_per_proof={:.3} gw2_s_per_proof={:.3}", (gw1[0] + gw1[1]) / 2.0, gw2[0]);
+    // Means of values printed to 3 decimals may differ from the mean of the exact values by 0.001.
+    let got = lines[lines.len() - 2];
+    let parse = |l: &str| -> Vec<f64> { l.split_whitespace().map(|w| w.split('=').nth(1).unwrap().parse().unwrap()).collect() };
+    for (g, w) in parse(got).iter().zip(parse(&want)) {
+        assert!((g - w).abs() <= 0.0015, "{got} vs {want}");
+    }
+    assert!(lines[lines.len() - 1].starts_with("s_per_proof="));
+    for f in ["batch-gw1.json", "batch-gw1-run2.svg", "batch-gw2.svg"] {
+        assert!(tl.join(f).exists(), "{f} was not written");
+    }
 }
