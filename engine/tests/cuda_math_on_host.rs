@@ -1,0 +1,181 @@
+//! The CUDA field and curve code (cuda-src/field.cuh, fr.cuh, fp.cuh, fp2.cuh, curve.cuh), built
+//! for the host with the system C++ compiler (engine/tests/host_math/shim.h emulates the PTX
+//! carry chains), against blstrs: Fr, Fp, Fp2 add/sub/mul/square/negate on random values and the
+//! edges 0, 1, −1; Fr out of Montgomery form; G1 and G2 mixed and full XYZZ additions and
+//! doublings with the point at infinity, equal and opposite points. No GPU needed: the kernels'
+//! arithmetic is checked on every machine, and a change to it can be tried here before it costs
+//! device time. (The GPU tests run the same code on the device.)
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cuzk_engine::gpu::as_bytes;
+use cuzk_engine::gpu::points::{g1_from_xyzz, g2_from_xyzz};
+use ff::{Field, PrimeField};
+use group::prime::PrimeCurveAffine;
+use group::{Curve, Group};
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+
+/// The host program, built once per test process; None (after saying why) without a compiler.
+fn program() -> Option<PathBuf> {
+    static P: OnceLock<Option<PathBuf>> = OnceLock::new();
+    P.get_or_init(build).clone()
+}
+
+fn build() -> Option<PathBuf> {
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    if Command::new(&cxx).arg("--version").output().map(|o| !o.status.success()).unwrap_or(true) {
+        eprintln!("SKIPPED cuda_math_on_host: no C++ compiler ({cxx})");
+        return None;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut src = String::new();
+    for f in ["tests/host_math/shim.h", "../cuda-src/field.cuh", "../cuda-src/fr.cuh", "../cuda-src/fp.cuh", "../cuda-src/fp2.cuh", "../cuda-src/curve.cuh", "tests/host_math/driver.cpp"] {
+        src.push_str(&std::fs::read_to_string(root.join(f)).unwrap_or_else(|e| panic!("reading {f}: {e}")));
+        src.push('\n');
+    }
+    // Built under the target directory, named by the source's hash (a rebuild only when it changes).
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    std::hash::Hash::hash(&src, &mut h);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cuzk-host-math");
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join(format!("math-{:016x}", std::hash::Hasher::finish(&h)));
+    if exe.exists() {
+        return Some(exe);
+    }
+    let pid = std::process::id();
+    let (cpp, tmp) = (dir.join(format!("math-{pid}.cpp")), dir.join(format!("math-{pid}.exe")));
+    std::fs::write(&cpp, src).unwrap();
+    let out = Command::new(&cxx)
+        .args(["-std=c++17", "-O1", "-Wno-unknown-pragmas", "-o"])
+        .arg(&tmp)
+        .arg(&cpp)
+        .output()
+        .expect("running the C++ compiler");
+    assert!(out.status.success(), "the CUDA headers do not build for the host:\n{}", String::from_utf8_lossy(&out.stderr));
+    let _ = std::fs::remove_file(&cpp);
+    std::fs::rename(&tmp, &exe).unwrap();
+    Some(exe)
+}
+
+/// One request: `kind`, `op`, `n` values of `a` and of `b`; returns the n results' bytes.
+fn run(exe: &Path, kind: u32, op: u32, n: usize, a: &[u8], b: &[u8], out_bytes: usize) -> Vec<u8> {
+    let mut child = Command::new(exe).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("starting the host program");
+    {
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(&kind.to_le_bytes()).unwrap();
+        stdin.write_all(&op.to_le_bytes()).unwrap();
+        stdin.write_all(&(n as u64).to_le_bytes()).unwrap();
+        stdin.write_all(a).unwrap();
+        stdin.write_all(b).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "host program failed on kind {kind} op {op}");
+    assert_eq!(out.stdout.len(), n * out_bytes);
+    out.stdout
+}
+
+fn rng() -> ChaCha20Rng {
+    let seed = std::env::var("CUZK_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| rand::thread_rng().next_u64());
+    eprintln!("cuda_math_on_host: seed {seed}");
+    ChaCha20Rng::seed_from_u64(seed)
+}
+
+fn with_edges<T: Copy>(mut v: Vec<T>, edges: &[T]) -> Vec<T> {
+    for (i, e) in edges.iter().enumerate() {
+        v[i] = *e;
+    }
+    v
+}
+
+fn check_field<T: Field + Copy + std::fmt::Debug>(exe: &Path, kind: u32, name: &str, a: &[T], b: &[T]) {
+    type Op<T> = fn(&T, &T) -> T;
+    let ops: [Op<T>; 5] = [|x, y| *x + y, |x, y| *x - y, |x, y| *x * y, |x, _| x.square(), |x, _| -*x];
+    let size = std::mem::size_of::<T>();
+    for (op, f) in ops.iter().enumerate() {
+        let got = run(exe, kind, op as u32, a.len(), as_bytes(a), as_bytes(b), size);
+        for (i, (x, y)) in a.iter().zip(b).enumerate() {
+            let want = f(x, y);
+            assert_eq!(&got[i * size..(i + 1) * size], as_bytes(std::slice::from_ref(&want)), "{name} op {op} at {i}: {x:?}, {y:?}");
+        }
+    }
+}
+
+#[test]
+fn field_arithmetic_matches_blstrs() {
+    let Some(exe) = program() else { return };
+    let mut rng = rng();
+    let n = 1000;
+    let fa = with_edges((0..n).map(|_| Scalar::random(&mut rng)).collect(), &[Scalar::ZERO, Scalar::ONE, -Scalar::ONE, -Scalar::ONE]);
+    let fb = with_edges((0..n).map(|_| Scalar::random(&mut rng)).collect(), &[-Scalar::ONE, Scalar::ZERO, -Scalar::ONE, Scalar::ONE]);
+    check_field(&exe, 0, "Fr", &fa, &fb);
+    let canon = run(&exe, 0, 5, n, as_bytes(&fa), as_bytes(&fb), 32);
+    for (i, x) in fa.iter().enumerate() {
+        assert_eq!(&canon[32 * i..32 * i + 32], &x.to_repr()[..], "Fr from_mont at {i}");
+    }
+    let pa = with_edges((0..n).map(|_| Fp::random(&mut rng)).collect(), &[Fp::ZERO, Fp::ONE, -Fp::ONE, -Fp::ONE]);
+    let pb = with_edges((0..n).map(|_| Fp::random(&mut rng)).collect(), &[-Fp::ONE, Fp::ZERO, -Fp::ONE, Fp::ONE]);
+    check_field(&exe, 1, "Fp", &pa, &pb);
+    let qa: Vec<Fp2> = with_edges((0..n).map(|_| Fp2::random(&mut rng)).collect(), &[Fp2::ZERO, Fp2::ONE, -Fp2::ONE]);
+    let qb: Vec<Fp2> = with_edges((0..n).map(|_| Fp2::random(&mut rng)).collect(), &[-Fp2::ONE, Fp2::ZERO, -Fp2::ONE]);
+    check_field(&exe, 2, "Fp2", &qa, &qb);
+}
+
+/// XYZZ bytes of `p` with a random Z (x = X/ZZ, y = Y/ZZZ); all zeros for infinity.
+fn xyzz<F: Field + Copy>(p: Option<(F, F)>, rng: &mut impl RngCore) -> Vec<F> {
+    match p {
+        None => vec![F::ZERO; 4],
+        Some((x, y)) => {
+            let z = F::random(&mut *rng);
+            let (zz, zzz) = (z.square(), z.square() * z);
+            vec![x * zz, y * zzz, zz, zzz]
+        }
+    }
+}
+
+/// Mixed and full additions and doublings over one curve: random pairs, then the infinity,
+/// equal-point and opposite-point cases.
+macro_rules! check_curve {
+    ($exe:expr, $rng:expr, $kind:expr, $proj:ty, $aff:ty, $fq:ty, $from:ident, $name:expr) => {{
+        let n = 200;
+        let mut acc: Vec<$proj> = (0..n).map(|_| <$proj>::random(&mut *$rng)).collect();
+        let mut pts: Vec<$proj> = (0..n).map(|_| <$proj>::random(&mut *$rng)).collect();
+        acc[0] = <$proj>::identity(); // ∞ + P
+        pts[1] = <$proj>::identity(); // A + ∞
+        acc[2] = <$proj>::identity();
+        pts[2] = <$proj>::identity(); // ∞ + ∞
+        pts[3] = acc[3]; // A + A: the doubling case
+        pts[4] = -acc[4]; // A − A = ∞
+        let coords = |p: &$proj| -> Option<($fq, $fq)> {
+            let a: $aff = p.to_affine();
+            if bool::from(a.is_identity()) { None } else { Some((a.x(), a.y())) }
+        };
+        let a_bytes: Vec<$fq> = acc.iter().flat_map(|p| xyzz(coords(p), &mut *$rng)).collect();
+        let aff: Vec<$aff> = pts.iter().map(|p| p.to_affine()).collect();
+        let b_xyzz: Vec<$fq> = pts.iter().flat_map(|p| xyzz(coords(p), &mut *$rng)).collect();
+        let w = 4 * std::mem::size_of::<$fq>();
+        for (op, b) in [(0u32, as_bytes(&aff)), (1, as_bytes(&b_xyzz)), (2, as_bytes(&aff)), (3, as_bytes(&aff))] {
+            let got = run($exe, $kind, op, n, as_bytes(&a_bytes), b, w);
+            for i in 0..n {
+                let want = match op {
+                    0 | 1 => acc[i] + pts[i],
+                    2 => acc[i].double(),
+                    _ => pts[i].double(),
+                };
+                assert_eq!($from(&got[i * w..(i + 1) * w]), want, "{} op {op} at {i}", $name);
+            }
+        }
+    }};
+}
+
+#[test]
+fn curve_arithmetic_matches_blstrs() {
+    let Some(exe) = program() else { return };
+    let mut rng = rng();
+    check_curve!(&exe, &mut rng, 3, G1Projective, G1Affine, Fp, g1_from_xyzz, "G1");
+    check_curve!(&exe, &mut rng, 4, G2Projective, G2Affine, Fp2, g2_from_xyzz, "G2");
+}
