@@ -8,6 +8,13 @@
 #define CUZK_FP_MUL_CALL 0
 #endif
 
+// Fr's reduction rows without the two products by M[0] = 1 and M[1] = 2^32 - 1 (additions
+// instead); a tuning switch, set with -DCUZK_FR_FAST_REDUCE=1 (checked on the host by
+// engine/tests/cuda_math_on_host.rs).
+#ifndef CUZK_FR_FAST_REDUCE
+#define CUZK_FR_FAST_REDUCE 0
+#endif
+
 template <class P>
 struct Field {
     static constexpr int N = P::N;
@@ -101,16 +108,29 @@ struct Field {
             }
             o[N] = addc(o[N], 0);
 
-            const u32 m = e[0] * P::INV;
-            e[0] = mad_lo_cc(m, P::M[0], e[0]);
-            e[1] = madc_hi_cc(m, P::M[0], e[1]);
+            const u32 e0 = e[0];
+            const u32 m = e0 * P::INV;
+            if constexpr (CUZK_FR_FAST_REDUCE && P::INV == 0xffffffffu && P::M[0] == 1u) {
+                // m = -e0: m·M[0] = m, so e0 + m·M[0] is 0 with a carry iff e0 != 0.
+                e[0] = add_cc(m, e0);
+                e[1] = addc_cc(e[1], 0);
+            } else {
+                e[0] = mad_lo_cc(m, P::M[0], e[0]);
+                e[1] = madc_hi_cc(m, P::M[0], e[1]);
+            }
             _Pragma("unroll") for (int j = 2; j < N; j += 2) {
                 e[j] = madc_lo_cc(m, P::M[j], e[j]);
                 e[j + 1] = madc_hi_cc(m, P::M[j], e[j + 1]);
             }
             e[N] = addc(e[N], 0);
-            o[0] = mad_lo_cc(m, P::M[1], o[0]);
-            o[1] = madc_hi_cc(m, P::M[1], o[1]);
+            if constexpr (CUZK_FR_FAST_REDUCE && P::INV == 0xffffffffu && P::M[1] == 0xffffffffu) {
+                // m·(2^32 - 1) = m·2^32 - m: low word -m = e0, high word m - (m != 0).
+                o[0] = add_cc(e0, o[0]);
+                o[1] = addc_cc(m - (e0 != 0), o[1]);
+            } else {
+                o[0] = mad_lo_cc(m, P::M[1], o[0]);
+                o[1] = madc_hi_cc(m, P::M[1], o[1]);
+            }
             _Pragma("unroll") for (int j = 3; j < N; j += 2) {
                 o[j - 1] = madc_lo_cc(m, P::M[j], o[j - 1]);
                 o[j] = madc_hi_cc(m, P::M[j], o[j]);

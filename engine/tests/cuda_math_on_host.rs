@@ -9,7 +9,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
 
 use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_engine::gpu::as_bytes;
@@ -20,13 +21,18 @@ use group::{Curve, Group};
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
-/// The host program, built once per test process; None (after saying why) without a compiler.
-fn program() -> Option<PathBuf> {
-    static P: OnceLock<Option<PathBuf>> = OnceLock::new();
-    P.get_or_init(build).clone()
+/// The tuning switches of the headers (each variant is checked like the default build).
+const VARIANTS: [&str; 3] = ["", "-DCUZK_FR_FAST_REDUCE=1", "-DCUZK_FP_MUL_CALL=1"];
+
+/// The host program with `flags`, built once per test process; None (after saying why) without
+/// a compiler.
+fn program(flags: &'static str) -> Option<PathBuf> {
+    static P: OnceLock<Mutex<HashMap<&'static str, Option<PathBuf>>>> = OnceLock::new();
+    let mut built = P.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
+    built.entry(flags).or_insert_with(|| build(flags)).clone()
 }
 
-fn build() -> Option<PathBuf> {
+fn build(flags: &str) -> Option<PathBuf> {
     let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
     if Command::new(&cxx).arg("--version").output().map(|o| !o.status.success()).unwrap_or(true) {
         eprintln!("SKIPPED cuda_math_on_host: no C++ compiler ({cxx})");
@@ -41,6 +47,7 @@ fn build() -> Option<PathBuf> {
     // Built under the target directory, named by the source's hash (a rebuild only when it changes).
     let mut h = std::collections::hash_map::DefaultHasher::new();
     std::hash::Hash::hash(&src, &mut h);
+    std::hash::Hash::hash(flags, &mut h);
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cuzk-host-math");
     std::fs::create_dir_all(&dir).unwrap();
     let exe = dir.join(format!("math-{:016x}", std::hash::Hasher::finish(&h)));
@@ -51,12 +58,14 @@ fn build() -> Option<PathBuf> {
     let (cpp, tmp) = (dir.join(format!("math-{pid}.cpp")), dir.join(format!("math-{pid}.exe")));
     std::fs::write(&cpp, src).unwrap();
     let out = Command::new(&cxx)
-        .args(["-std=c++17", "-O1", "-Wno-unknown-pragmas", "-o"])
+        .args(["-std=c++17", "-O1", "-Wno-unknown-pragmas"])
+        .args(flags.split_whitespace())
+        .arg("-o")
         .arg(&tmp)
         .arg(&cpp)
         .output()
         .expect("running the C++ compiler");
-    assert!(out.status.success(), "the CUDA headers do not build for the host:\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "the CUDA headers do not build for the host ({flags}):\n{}", String::from_utf8_lossy(&out.stderr));
     let _ = std::fs::remove_file(&cpp);
     std::fs::rename(&tmp, &exe).unwrap();
     Some(exe)
@@ -107,7 +116,15 @@ fn check_field<T: Field + Copy + std::fmt::Debug>(exe: &Path, kind: u32, name: &
 
 #[test]
 fn field_arithmetic_matches_blstrs() {
-    let Some(exe) = program() else { return };
+    for flags in VARIANTS {
+        let Some(exe) = program(flags) else { return };
+        eprintln!("variant [{flags}]");
+        check_fields(&exe);
+    }
+}
+
+fn check_fields(exe: &Path) {
+    let exe = exe.to_path_buf();
     let mut rng = rng();
     let n = 1000;
     let fa = with_edges((0..n).map(|_| Scalar::random(&mut rng)).collect(), &[Scalar::ZERO, Scalar::ONE, -Scalar::ONE, -Scalar::ONE]);
@@ -174,8 +191,11 @@ macro_rules! check_curve {
 
 #[test]
 fn curve_arithmetic_matches_blstrs() {
-    let Some(exe) = program() else { return };
-    let mut rng = rng();
-    check_curve!(&exe, &mut rng, 3, G1Projective, G1Affine, Fp, g1_from_xyzz, "G1");
-    check_curve!(&exe, &mut rng, 4, G2Projective, G2Affine, Fp2, g2_from_xyzz, "G2");
+    for flags in ["", "-DCUZK_FP_MUL_CALL=1"] {
+        let Some(exe) = program(flags) else { return };
+        eprintln!("variant [{flags}]");
+        let mut rng = rng();
+        check_curve!(&exe, &mut rng, 3, G1Projective, G1Affine, Fp, g1_from_xyzz, "G1");
+        check_curve!(&exe, &mut rng, 4, G2Projective, G2Affine, Fp2, g2_from_xyzz, "G2");
+    }
 }
