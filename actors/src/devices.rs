@@ -37,6 +37,14 @@ fn cpu(why: Option<String>) -> Devices {
     }
 }
 
+/// Gives the pool's unused memory back before free memory is read (a failure only leaves the
+/// budget smaller, so it is reported and not fatal).
+fn trim(ctx: &cudarc::driver::CudaContext) {
+    if let Err(e) = cuzk_engine::gpu::pool::trim(ctx, 0) {
+        eprintln!("cuzk: {e}; the VRAM budget is read without trimming the pool");
+    }
+}
+
 /// `resident`: bytes the SRS keeps on each GPU when resident (bases plus one MSM's scratch), if
 /// known (it decides `auto`); `reserve`: bytes left free for the driver.
 fn cuda(residency: Residency, resident: Option<u64>, reserve: u64) -> Result<Devices, String> {
@@ -51,7 +59,7 @@ fn cuda(residency: Residency, resident: Option<u64>, reserve: u64) -> Result<Dev
         let ctx = cudarc::driver::CudaContext::new(0).map_err(|e| format!("cuCtxCreate on GPU 0: {e:?}"))?;
         // The pool keeps freed memory (an engine started before in this process may have left
         // some): free memory is read after a trim.
-        cuzk_engine::gpu::pool::trim(&ctx, 0).map_err(|e| e.to_string())?;
+        trim(&ctx);
         ctx.mem_get_info().map_err(|e| format!("cuMemGetInfo on GPU 0: {e:?}"))?.0 as u64
     };
     let staging = match residency {
@@ -72,7 +80,7 @@ fn cuda(residency: Residency, resident: Option<u64>, reserve: u64) -> Result<Dev
             b = plain.clone();
         }
         let ctx = dev.ctx.clone();
-        cuzk_engine::gpu::pool::trim(&ctx, 0).map_err(|e| e.to_string())?;
+        trim(&ctx);
         let (f, total) = ctx.mem_get_info().map_err(|e| format!("cuMemGetInfo on GPU {i}: {e:?}"))?;
         names.push(format!("{} ({} of {} MiB free{})", dev.name, f >> 20, total >> 20, if staging { ", staged, resident SRS" } else { "" }));
         pin_ctx.get_or_insert(ctx);
