@@ -2,8 +2,10 @@
 //! for the host with the system C++ compiler (engine/tests/host_math/shim.h emulates the PTX
 //! carry chains), against blstrs: Fr, Fp, Fp2 add/sub/mul/square/negate on random values and the
 //! edges 0, 1, −1; Fr out of Montgomery form; G1 and G2 mixed and full XYZZ additions and
-//! doublings with the point at infinity, equal and opposite points. No GPU needed: the kernels'
-//! arithmetic is checked on every machine, and a change to it can be tried here before it costs
+//! doublings with the point at infinity, equal and opposite points; and the MSM kernels
+//! (cuda-src/msm.cu: digits, sort, equal-share accumulation with its fix-up, bucket reduction) run
+//! one emulated thread at a time under explicit plans. No GPU needed: the kernels' arithmetic and
+//! indexing are checked on every machine, and a change to them can be tried here before it costs
 //! device time. (The GPU tests run the same code on the device.)
 
 use std::io::Write;
@@ -14,6 +16,8 @@ use std::sync::{Mutex, OnceLock};
 
 use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_engine::gpu::as_bytes;
+use cuzk_engine::gpu::msm::MsmPlan;
+use cuzk_engine::gpu::points::Curve as Kind;
 use cuzk_engine::gpu::points::{g1_from_xyzz, g2_from_xyzz};
 use ff::{Field, PrimeField};
 use group::prime::PrimeCurveAffine;
@@ -24,15 +28,32 @@ use rand_chacha::ChaCha20Rng;
 /// The tuning switches of the headers (each variant is checked like the default build).
 const VARIANTS: [&str; 3] = ["", "-DCUZK_FR_FAST_REDUCE=1", "-DCUZK_FP_MUL_CALL=1"];
 
-/// The host program with `flags`, built once per test process; None (after saying why) without
-/// a compiler.
-fn program(flags: &'static str) -> Option<PathBuf> {
-    static P: OnceLock<Mutex<HashMap<&'static str, Option<PathBuf>>>> = OnceLock::new();
+/// The field and curve program: the headers and `driver.cpp`.
+const MATH: &[&str] = &["tests/host_math/shim.h", "../cuda-src/field.cuh", "../cuda-src/fr.cuh", "../cuda-src/fp.cuh", "../cuda-src/fp2.cuh", "../cuda-src/curve.cuh", "tests/host_math/driver.cpp"];
+/// The MSM program: the headers, `cuda-src/msm.cu` with its launches emulated one thread at a
+/// time (`kernels_shim.h`), and `msm_driver.cpp`.
+const MSM: &[&str] = &[
+    "tests/host_math/shim.h",
+    "tests/host_math/kernels_shim.h",
+    "../cuda-src/field.cuh",
+    "../cuda-src/fr.cuh",
+    "../cuda-src/fp.cuh",
+    "../cuda-src/fp2.cuh",
+    "../cuda-src/curve.cuh",
+    "../cuda-src/msm.cu",
+    "tests/host_math/msm_driver.cpp",
+];
+
+/// The host program made of `parts` with `flags`, built once per test process; None (after
+/// saying why) without a compiler.
+fn program(parts: &'static [&'static str], flags: &'static str) -> Option<PathBuf> {
+    type Built = HashMap<(usize, &'static str), Option<PathBuf>>;
+    static P: OnceLock<Mutex<Built>> = OnceLock::new();
     let mut built = P.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
-    built.entry(flags).or_insert_with(|| build(flags)).clone()
+    built.entry((parts.as_ptr() as usize, flags)).or_insert_with(|| build(parts, flags)).clone()
 }
 
-fn build(flags: &str) -> Option<PathBuf> {
+fn build(parts: &[&str], flags: &str) -> Option<PathBuf> {
     let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
     if Command::new(&cxx).arg("--version").output().map(|o| !o.status.success()).unwrap_or(true) {
         eprintln!("SKIPPED cuda_math_on_host: no C++ compiler ({cxx})");
@@ -40,7 +61,7 @@ fn build(flags: &str) -> Option<PathBuf> {
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut src = String::new();
-    for f in ["tests/host_math/shim.h", "../cuda-src/field.cuh", "../cuda-src/fr.cuh", "../cuda-src/fp.cuh", "../cuda-src/fp2.cuh", "../cuda-src/curve.cuh", "tests/host_math/driver.cpp"] {
+    for f in parts {
         src.push_str(&std::fs::read_to_string(root.join(f)).unwrap_or_else(|e| panic!("reading {f}: {e}")));
         src.push('\n');
     }
@@ -117,7 +138,7 @@ fn check_field<T: Field + Copy + std::fmt::Debug>(exe: &Path, kind: u32, name: &
 #[test]
 fn field_arithmetic_matches_blstrs() {
     for flags in VARIANTS {
-        let Some(exe) = program(flags) else { return };
+        let Some(exe) = program(MATH, flags) else { return };
         eprintln!("variant [{flags}]");
         check_fields(&exe);
     }
@@ -192,10 +213,75 @@ macro_rules! check_curve {
 #[test]
 fn curve_arithmetic_matches_blstrs() {
     for flags in ["", "-DCUZK_FP_MUL_CALL=1"] {
-        let Some(exe) = program(flags) else { return };
+        let Some(exe) = program(MATH, flags) else { return };
         eprintln!("variant [{flags}]");
         let mut rng = rng();
         check_curve!(&exe, &mut rng, 3, G1Projective, G1Affine, Fp, g1_from_xyzz, "G1");
         check_curve!(&exe, &mut rng, 4, G2Projective, G2Affine, Fp2, g2_from_xyzz, "G2");
+    }
+}
+
+/// `Σ_w 2^(c·w) · windows[w]`.
+fn combine<G: Group>(windows: Vec<G>, c: u32) -> G {
+    windows.into_iter().rev().fold(G::identity(), |acc, w| (0..c).fold(acc, |a, _| a.double()) + w)
+}
+
+/// The MSM's kernels on the host under the plan (c, points per thread), against blstrs.
+fn host_msm(exe: &Path, curve: u32, c: u32, per: u32, bases: &[u8], scalars: &[Scalar]) -> Vec<u8> {
+    let n = scalars.len();
+    let plan = MsmPlan::with_window(n as u64, if curve == 1 { Kind::G1 } else { Kind::G2 }, c).with_share(per);
+    let mut child = Command::new(exe).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("starting the host MSM");
+    {
+        let mut stdin = child.stdin.take().unwrap();
+        for w in [curve, c] {
+            stdin.write_all(&w.to_le_bytes()).unwrap();
+        }
+        stdin.write_all(&(n as u64).to_le_bytes()).unwrap();
+        for w in [per, plan.segments] {
+            stdin.write_all(&w.to_le_bytes()).unwrap();
+        }
+        stdin.write_all(bases).unwrap();
+        stdin.write_all(as_bytes(scalars)).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "host MSM failed (curve {curve}, c = {c}, {per} per thread)");
+    assert_eq!(out.stdout.len(), plan.windows as usize * if curve == 1 { 192 } else { 384 });
+    out.stdout
+}
+
+#[test]
+fn msm_kernels_match_blstrs_on_the_host() {
+    let Some(exe) = program(MSM, "") else { return };
+    let mut rng = rng();
+    let n = 600;
+    let mut pts: Vec<G1Projective> = (0..n).map(|_| G1Projective::random(&mut rng)).collect();
+    pts[7] = G1Projective::identity();
+    pts[8] = pts[9]; // duplicate bases
+    pts[10] = -pts[11]; // opposite bases
+    let bases: Vec<G1Affine> = pts.iter().map(|p| p.to_affine()).collect();
+    let mut s: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+    s[0] = Scalar::ZERO;
+    s[1] = Scalar::ONE;
+    s[2] = -Scalar::ONE;
+    s[9] = s[8];
+    s[11] = s[10];
+    let skewed = vec![s[3]; n]; // one bucket per window, spilling over every share
+    for sc in [&s, &skewed] {
+        let want: G1Projective = pts.iter().zip(sc.iter()).map(|(p, k)| p * k).sum();
+        for (c, per) in [(4, 1), (5, 7), (9, 3), (13, 16), (16, 600), (16, 2)] {
+            let raw = host_msm(&exe, 1, c, per, as_bytes(&bases), sc);
+            let got = combine(raw.chunks_exact(192).map(g1_from_xyzz).collect(), c);
+            assert_eq!(got, want, "G1 MSM on the host, c = {c}, {per} points per thread");
+        }
+    }
+    let n = 120;
+    let pts: Vec<G2Projective> = (0..n).map(|_| G2Projective::random(&mut rng)).collect();
+    let bases: Vec<G2Affine> = pts.iter().map(|p| p.to_affine()).collect();
+    let s: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+    let want: G2Projective = pts.iter().zip(s.iter()).map(|(p, k)| p * k).sum();
+    for (c, per) in [(4, 5), (11, 1)] {
+        let raw = host_msm(&exe, 2, c, per, as_bytes(&bases), &s);
+        let got = combine(raw.chunks_exact(384).map(g2_from_xyzz).collect(), c);
+        assert_eq!(got, want, "G2 MSM on the host, c = {c}, {per} points per thread");
     }
 }
