@@ -14,70 +14,6 @@ __device__ constexpr u32 P2[2 * N] = {0x1c718e39u, 0x26aa0000u, 0x76382eabu, 0x7
                                      0x0978ef01u, 0xf5314933u, 0x16ddca6eu, 0x50a62cfdu, 0x349e8bd0u, 0x66e59e49u,
                                      0x0e7046b4u, 0xe2dc90e5u, 0xa22f25e9u, 0x4bd278eau, 0xb8c35fc7u, 0x02a437a4u};
 
-// t = a * b (integers below 2^384 each), 2N limbs; even and odd limbs of a accumulate apart as in
-// Field::operator*, so each chain pairs mad.lo/mad.hi on one operand pair.
-__device__ __forceinline__ void mul(u32* t, const u32* a, const u32* b) {
-    u32 e[2 * N + 1], o[2 * N + 1];
-    _Pragma("unroll") for (int k = 0; k < 2 * N + 1; k++) { e[k] = 0; o[k] = 0; }
-    _Pragma("unroll") for (int i = 0; i < N; i++) {
-        const u32 bi = b[i];
-        e[i] = mad_lo_cc(a[0], bi, e[i]);
-        e[i + 1] = madc_hi_cc(a[0], bi, e[i + 1]);
-        _Pragma("unroll") for (int j = 2; j < N; j += 2) {
-            e[i + j] = madc_lo_cc(a[j], bi, e[i + j]);
-            e[i + j + 1] = madc_hi_cc(a[j], bi, e[i + j + 1]);
-        }
-        e[i + N] = addc(e[i + N], 0);
-        o[i] = mad_lo_cc(a[1], bi, o[i]);
-        o[i + 1] = madc_hi_cc(a[1], bi, o[i + 1]);
-        _Pragma("unroll") for (int j = 3; j < N; j += 2) {
-            o[i + j - 1] = madc_lo_cc(a[j], bi, o[i + j - 1]);
-            o[i + j] = madc_hi_cc(a[j], bi, o[i + j]);
-        }
-        o[i + N] = addc(o[i + N], 0);
-    }
-    // t = e + o * 2^32 (the product is below 2^768, so nothing is carried out of the top).
-    t[0] = e[0];
-    t[1] = add_cc(e[1], o[0]);
-    _Pragma("unroll") for (int k = 2; k < 2 * N; k++) t[k] = addc_cc(e[k], o[k - 1]);
-}
-
-// Montgomery reduction of t < 2^384 * p (2N limbs): t * 2^-384 mod p, below 2p before the final
-// subtraction, as a field element.
-__device__ __forceinline__ Fp redc(const u32* t) {
-    u32 e[N + 1], o[N + 1];
-    _Pragma("unroll") for (int k = 0; k < N; k++) { e[k] = t[k]; o[k] = 0; }
-    e[N] = 0;
-    o[N] = 0;
-    _Pragma("unroll") for (int i = 0; i < N; i++) {
-        const u32 m = e[0] * FpParams::INV;
-        e[0] = mad_lo_cc(m, FpParams::M[0], e[0]);
-        e[1] = madc_hi_cc(m, FpParams::M[0], e[1]);
-        _Pragma("unroll") for (int j = 2; j < N; j += 2) {
-            e[j] = madc_lo_cc(m, FpParams::M[j], e[j]);
-            e[j + 1] = madc_hi_cc(m, FpParams::M[j], e[j + 1]);
-        }
-        e[N] = addc(e[N], 0);
-        o[0] = mad_lo_cc(m, FpParams::M[1], o[0]);
-        o[1] = madc_hi_cc(m, FpParams::M[1], o[1]);
-        _Pragma("unroll") for (int j = 3; j < N; j += 2) {
-            o[j - 1] = madc_lo_cc(m, FpParams::M[j], o[j - 1]);
-            o[j] = madc_hi_cc(m, FpParams::M[j], o[j]);
-        }
-        o[N] = addc(o[N], 0);
-        // Divide by 2^32 (e[0] is now 0) and bring in the next limb of t at the top.
-        e[0] = add_cc(e[1], o[0]);
-        _Pragma("unroll") for (int k = 1; k < N; k++) e[k] = addc_cc(e[k + 1], o[k]);
-        e[N] = addc(o[N], 0);
-        e[N - 1] = add_cc(e[N - 1], t[N + i]);
-        e[N] = addc(e[N], 0);
-        _Pragma("unroll") for (int k = 0; k < N + 1; k++) o[k] = 0;
-    }
-    Fp r;
-    Fp::reduce_once(r.v, e, e[N]);
-    return r;
-}
-
 // a + b without reduction (a, b < p, so the sum < 2p < 2^384 fits in N limbs).
 __device__ __forceinline__ void add_raw(u32* r, const u32* a, const u32* b) {
     r[0] = add_cc(a[0], b[0]);
@@ -87,25 +23,25 @@ __device__ __forceinline__ void add_raw(u32* r, const u32* a, const u32* b) {
 // The lazy product's two outputs: c0 = a0 b0 - a1 b1, c1 = (a0 + a1)(b0 + b1) - a0 b0 - a1 b1.
 __device__ __noinline__ void fp2_mul(Fp& c0, Fp& c1, const Fp& a0, const Fp& a1, const Fp& b0, const Fp& b1) {
     u32 t0[2 * N], t1[2 * N], d[2 * N];
-    mul(t0, a0.v, b0.v);
-    mul(t1, a1.v, b1.v);
+    Fp::mul_wide(t0, a0.v, b0.v);
+    Fp::mul_wide(t1, a1.v, b1.v);
     // d = t0 + p^2 - t1, in [0, 2 p^2).
     d[0] = add_cc(t0[0], P2[0]);
     _Pragma("unroll") for (int k = 1; k < 2 * N; k++) d[k] = addc_cc(t0[k], P2[k]);
     d[0] = sub_cc(d[0], t1[0]);
     _Pragma("unroll") for (int k = 1; k < 2 * N; k++) d[k] = subc_cc(d[k], t1[k]);
-    c0 = redc(d);
+    c0 = Fp::redc_wide(d);
     // s = t0 + t1 (below 2 p^2 < 2^768).
     d[0] = add_cc(t0[0], t1[0]);
     _Pragma("unroll") for (int k = 1; k < 2 * N; k++) d[k] = addc_cc(t0[k], t1[k]);
     u32 sa[N], sb[N];
     add_raw(sa, a0.v, a1.v);
     add_raw(sb, b0.v, b1.v);
-    mul(t0, sa, sb);
+    Fp::mul_wide(t0, sa, sb);
     // c1 = (a0 + a1)(b0 + b1) - (t0 + t1) = a0 b1 + a1 b0, in [0, 2 p^2).
     t0[0] = sub_cc(t0[0], d[0]);
     _Pragma("unroll") for (int k = 1; k < 2 * N; k++) t0[k] = subc_cc(t0[k], d[k]);
-    c1 = redc(t0);
+    c1 = Fp::redc_wide(t0);
 }
 }  // namespace wide
 
