@@ -73,3 +73,33 @@ fn bench_batch_prints_one_line_per_proof_and_the_mean_of_repeated_settings() {
         assert!(tl.join(f).exists(), "{f} was not written");
     }
 }
+
+#[test]
+fn kernels_build_fills_the_kernel_cache_without_a_gpu() {
+    if let Err(why) = cuzk_engine::gpu::nvrtc::nvrtc_present() {
+        assert!(std::env::var_os("CUZK_REQUIRE_NVRTC").is_none(), "CUZK_REQUIRE_NVRTC is set but NVRTC is missing: {why}");
+        eprintln!("SKIPPED kernels_build_fills_the_kernel_cache_without_a_gpu: {why}");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("kernels");
+    let run = || Command::new(env!("CARGO_BIN_EXE_cuzk")).args(["kernels", "build", "--arch", "sm_90"]).env("CUZK_KERNEL_CACHE", &cache).output().unwrap();
+    let out = run();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    for m in ["arith", "ntt", "h", "msm", "batch_add"] {
+        let cubin = std::fs::read_dir(&cache).unwrap().filter_map(|e| e.ok()).find(|e| {
+            let name = e.file_name().to_string_lossy().to_string();
+            name.starts_with(&format!("{m}-sm_90-")) && name.ends_with(".cubin")
+        });
+        let cubin = cubin.unwrap_or_else(|| panic!("no cubin for {m} in the cache"));
+        assert!(cubin.metadata().unwrap().len() > 1000, "{m}'s cubin is empty");
+        assert!(stdout.contains(&format!("{m:<9} sm_90")), "{stdout}");
+    }
+    // A second build finds everything cached.
+    let again = String::from_utf8_lossy(&run().stdout).to_string();
+    assert_eq!(again.matches("already cached").count(), 5, "{again}");
+    // Nonsense architectures are refused by name.
+    let bad = Command::new(env!("CARGO_BIN_EXE_cuzk")).args(["kernels", "build", "--arch", "9x"]).output().unwrap();
+    assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("9x"));
+}

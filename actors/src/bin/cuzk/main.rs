@@ -6,6 +6,7 @@ mod bench_kernels;
 mod common;
 mod ctl;
 mod daemon;
+mod kernels_cmd;
 mod prove;
 mod srs_cmd;
 
@@ -36,6 +37,9 @@ enum Cmd {
     Daemon(daemon::Args),
     /// Control a running daemon.
     Ctl(ctl::Args),
+    /// CUDA kernels: build the kernel cache ahead of time (NVRTC only, no GPU needed).
+    #[command(subcommand)]
+    Kernels(kernels_cmd::Cmd),
 }
 
 #[derive(Subcommand)]
@@ -68,6 +72,7 @@ fn main() -> ExitCode {
         Cmd::Srs(c) => srs_cmd::run(c),
         Cmd::Daemon(a) => daemon::run(a),
         Cmd::Ctl(a) => ctl::run(a),
+        Cmd::Kernels(c) => kernels_cmd::run(c),
         Cmd::Bench(BenchCmd::Cpu(a)) => bench_cpu::run(a),
         Cmd::Bench(BenchCmd::Batch(a)) => bench_batch::run(a),
         Cmd::Bench(BenchCmd::Kernels(a)) => bench_kernels::run(a),
