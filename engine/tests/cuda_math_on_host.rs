@@ -3,8 +3,9 @@
 //! carry chains), against blstrs: Fr, Fp, Fp2 add/sub/mul/square/negate on random values and the
 //! edges 0, 1, −1; Fr out of Montgomery form; G1 and G2 mixed and full XYZZ additions and
 //! doublings with the point at infinity, equal and opposite points; and the MSM kernels
-//! (cuda-src/msm.cu: digits, sort, equal-share accumulation with its fix-up, bucket reduction) run
-//! one emulated thread at a time under explicit plans. No GPU needed: the kernels' arithmetic and
+//! (cuda-src/msm.cu: digits, sort, equal-share accumulation with its fix-up, bucket reduction;
+//! the fold with batch_add.cu's reduce_sum) run one emulated thread at a time under explicit
+//! plans, and batch addition likewise. No GPU needed: the kernels' arithmetic and
 //! indexing are checked on every machine, and a change to them can be tried here before it costs
 //! device time. (The GPU tests run the same code on the device.)
 
@@ -30,8 +31,8 @@ const VARIANTS: [&str; 5] = ["", "-DCUZK_FR_FAST_REDUCE=1", "-DCUZK_FP_MUL_CALL=
 
 /// The field and curve program: the headers and `driver.cpp`.
 const MATH: &[&str] = &["tests/host_math/shim.h", "../cuda-src/field.cuh", "../cuda-src/fr.cuh", "../cuda-src/fp.cuh", "../cuda-src/fp2.cuh", "../cuda-src/curve.cuh", "tests/host_math/driver.cpp"];
-/// The MSM program: the headers, `cuda-src/msm.cu` with its launches emulated one thread at a
-/// time (`kernels_shim.h`), and `msm_driver.cpp`.
+/// The MSM program: the headers, `cuda-src/msm.cu` and `batch_add.cu` with their launches
+/// emulated one thread at a time (`kernels_shim.h`), and `msm_driver.cpp`.
 const MSM: &[&str] = &[
     "tests/host_math/shim.h",
     "tests/host_math/kernels_shim.h",
@@ -41,6 +42,7 @@ const MSM: &[&str] = &[
     "../cuda-src/fp2.cuh",
     "../cuda-src/curve.cuh",
     "../cuda-src/msm.cu",
+    "../cuda-src/batch_add.cu",
     "tests/host_math/msm_driver.cpp",
 ];
 
@@ -284,4 +286,56 @@ fn msm_kernels_match_blstrs_on_the_host() {
         let got = combine(raw.chunks_exact(384).map(g2_from_xyzz).collect(), c);
         assert_eq!(got, want, "G2 MSM on the host, c = {c}, {per} points per thread");
     }
+}
+
+/// Batch addition and the fold on the host: the sum of the bases whose bit is set.
+fn host_batch_add(exe: &Path, curve: u32, wpt: u32, bases: &[u8], bits: &[u64], n: usize) -> Vec<u8> {
+    let mut child = Command::new(exe).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("starting the host program");
+    {
+        let mut stdin = child.stdin.take().unwrap();
+        for w in [curve + 2, 0] {
+            stdin.write_all(&w.to_le_bytes()).unwrap();
+        }
+        stdin.write_all(&(n as u64).to_le_bytes()).unwrap();
+        for w in [wpt, 0] {
+            stdin.write_all(&w.to_le_bytes()).unwrap();
+        }
+        stdin.write_all(bases).unwrap();
+        stdin.write_all(as_bytes(bits)).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "host batch addition failed");
+    out.stdout
+}
+
+#[test]
+fn batch_addition_matches_blstrs_on_the_host() {
+    let Some(exe) = program(MSM, "") else { return };
+    let mut rng = rng();
+    for n in [1usize, 63, 64, 65, 1000, 4099] {
+        let mut pts: Vec<G1Projective> = (0..n).map(|_| G1Projective::random(&mut rng)).collect();
+        if n > 10 {
+            pts[3] = G1Projective::identity();
+            pts[5] = pts[4]; // a doubling
+            pts[7] = -pts[6]; // a cancellation
+        }
+        let bases: Vec<G1Affine> = pts.iter().map(|p| p.to_affine()).collect();
+        let mut bits: Vec<u64> = (0..n.div_ceil(64)).map(|_| rng.next_u64()).collect();
+        bits[0] |= 0xff; // the planted cases are selected
+        // Bits past n are set too: they must be ignored.
+        if n % 64 != 0 {
+            *bits.last_mut().unwrap() |= !0u64 << (n % 64);
+        }
+        let want: G1Projective = (0..n).filter(|&i| bits[i / 64] >> (i % 64) & 1 == 1).map(|i| pts[i]).sum();
+        for wpt in [1u32, 3, 64] {
+            let got = g1_from_xyzz(&host_batch_add(&exe, 1, wpt, as_bytes(&bases), &bits, n));
+            assert_eq!(got, want, "G1 batch addition of {n} points, {wpt} words per thread");
+        }
+    }
+    let n: usize = 300;
+    let pts: Vec<G2Projective> = (0..n).map(|_| G2Projective::random(&mut rng)).collect();
+    let bases: Vec<G2Affine> = pts.iter().map(|p| p.to_affine()).collect();
+    let bits: Vec<u64> = (0..n.div_ceil(64)).map(|_| rng.next_u64()).collect();
+    let want: G2Projective = (0..n).filter(|&i| bits[i / 64] >> (i % 64) & 1 == 1).map(|i| pts[i]).sum();
+    assert_eq!(g2_from_xyzz(&host_batch_add(&exe, 2, 2, as_bytes(&bases), &bits, n)), want, "G2 batch addition");
 }

@@ -12,6 +12,7 @@ static Dim3 blockIdx, blockDim, threadIdx, gridDim;
 inline u32 atomicAdd(u32* p, u32 v) { u32 old = *p; *p = old + v; return old; }
 inline u32 min(u32 a, u32 b) { return a < b ? a : b; }
 inline u64 min(u64 a, u64 b) { return a < b ? a : b; }
+inline int __ffsll(long long x) { return __builtin_ffsll(x); }
 // Block-cooperative steps are not emulated: the driver computes the scans itself, and reaching
 // one of these is a bug in the driver.
 inline void __syncthreads() { abort(); }

@@ -1,8 +1,52 @@
-// Appended after shim.h, kernels_shim.h, the field and curve headers and cuda-src/msm.cu. Reads
-// MSM requests from stdin until EOF: `u32 curve (1 = G1, 2 = G2), u32 c, u64 n, u32 per,
-// u32 nseg`, then n affine bases and n scalars (Montgomery form); runs the MSM's kernels one
-// thread at a time (the bucket-offset scans and the final fold computed here) and writes each
-// window's sum as XYZZ, window 0 first.
+// Appended after shim.h, kernels_shim.h, the field and curve headers, cuda-src/msm.cu and
+// cuda-src/batch_add.cu. Reads requests from stdin until EOF, each `u32 kind, u32 c, u64 n,
+// u32 per, u32 nseg`:
+// - kind 1 (G1) / 2 (G2), an MSM: n affine bases and n scalars (Montgomery form) follow; runs the
+//   MSM's kernels one thread at a time (the bucket-offset scans computed here, the segment sums
+//   folded as fold.rs does with reduce_sum) and writes each window's sum as XYZZ, window 0 first;
+// - kind 3 (G1) / 4 (G2), a batch addition: n affine bases and ceil(n/64) bitmap words follow
+//   (`per` = bitmap words per thread); writes the XYZZ sum of the selected bases.
+
+// fold.rs: `groups` groups of `per_group` XYZZ points each become one point per group, in rounds
+// of at most 32 additions per thread.
+template <class F>
+std::vector<u32> fold(std::vector<u32> cur, u64 groups, u64 per) {
+    typedef Xyzz<F> X;
+    const bool g1 = X::WORDS == 48;
+    while (per > 1) {
+        const u64 k = per < 32 ? per : 32;
+        const u64 count = groups * per, next = (per + k - 1) / k;
+        std::vector<u32> out(groups * next * X::WORDS);
+        const u32 k32 = (u32)k;
+        launch(groups * next, [&] {
+            if (g1) reduce_sum_g1(cur.data(), out.data(), count, k32);
+            else reduce_sum_g2(cur.data(), out.data(), count, k32);
+        });
+        cur = out;
+        per = next;
+    }
+    return cur;
+}
+
+template <class F>
+bool batch(u64 n, u32 wpt) {
+    typedef Xyzz<F> X;
+    typedef Affine<F> A;
+    const bool g1 = X::WORDS == 48;
+    const u64 nwords = (n + 63) / 64;
+    std::vector<u32> bases(n * A::WORDS);
+    std::vector<u64> bits(nwords);
+    if (fread(bases.data(), 4, bases.size(), stdin) != bases.size()) return false;
+    if (fread(bits.data(), 8, bits.size(), stdin) != bits.size()) return false;
+    const u64 threads = (nwords + wpt - 1) / wpt;
+    std::vector<u32> partials(threads * X::WORDS);
+    launch(threads, [&] {
+        if (g1) batch_add_g1(bases.data(), bits.data(), partials.data(), n, wpt);
+        else batch_add_g2(bases.data(), bits.data(), partials.data(), n, wpt);
+    });
+    std::vector<u32> sum = fold<F>(partials, 1, threads);
+    return fwrite(sum.data(), 4, X::WORDS, stdout) == (size_t)X::WORDS;
+}
 
 template <class F>
 bool msm(u32 c, u64 n, u32 per, u32 nseg) {
@@ -39,20 +83,21 @@ bool msm(u32 c, u64 n, u32 per, u32 nseg) {
         if (g1) msm_bucket_reduce_g1(buckets.data(), segs.data(), W, B, nseg);
         else msm_bucket_reduce_g2(buckets.data(), segs.data(), W, B, nseg);
     });
-    std::vector<u32> out((u64)W * X::WORDS);
-    for (u64 w = 0; w < W; w++) {
-        X acc = X::inf();
-        for (u64 s = 0; s < nseg; s++) acc = acc.add(X::load(&segs[(w * nseg + s) * X::WORDS]));
-        acc.store(&out[w * X::WORDS]);
-    }
-    return fwrite(out.data(), 4, out.size(), stdout) == out.size();
+    std::vector<u32> out = fold<F>(segs, W, nseg);
+    return fwrite(out.data(), 4, (u64)W * X::WORDS, stdout) == (u64)W * X::WORDS;
 }
 
 int main() {
     u32 head[2], tail[2];
     u64 n;
     while (fread(head, 4, 2, stdin) == 2 && fread(&n, 8, 1, stdin) == 1 && fread(tail, 4, 2, stdin) == 2) {
-        bool ok = head[0] == 1 ? msm<Fp>(head[1], n, tail[0], tail[1]) : msm<Fp2>(head[1], n, tail[0], tail[1]);
+        bool ok = false;
+        switch (head[0]) {
+            case 1: ok = msm<Fp>(head[1], n, tail[0], tail[1]); break;
+            case 2: ok = msm<Fp2>(head[1], n, tail[0], tail[1]); break;
+            case 3: ok = batch<Fp>(n, tail[0]); break;
+            case 4: ok = batch<Fp2>(n, tail[0]); break;
+        }
         if (!ok) return 2;
     }
     fflush(stdout);
