@@ -83,11 +83,59 @@ struct Field {
 
     __device__ __forceinline__ Field dbl() const { return *this + *this; }
 
-    // Montgomery product a*b*R^-1 mod M, CIOS with split accumulators. The running value is
-    // E + O*2^32: per row, the even limbs of a (and of M) add their (lo, hi) product pairs to E at
-    // positions (j, j+1) and the odd limbs to O at (j-1, j), so each chain alternates mad.lo/mad.hi
-    // on one operand pair (which ptxas fuses into wide multiply-adds) and never adds twice to a
-    // limb. Then E's low limb is zero, and E >> 32 plus O becomes the next row's E.
+    // e + o·2^32 += a·b, the even limbs of a into e at (j, j+1) and the odd ones into o at
+    // (j-1, j), so each chain alternates mad.lo/mad.hi on one operand pair (which ptxas fuses into
+    // wide multiply-adds) and never adds twice to a limb; the chains' carries go to e[N], o[N].
+    static __device__ __forceinline__ void mac_row(u32* e, u32* o, const u32* a, u32 b) {
+        e[0] = mad_lo_cc(a[0], b, e[0]);
+        e[1] = madc_hi_cc(a[0], b, e[1]);
+        _Pragma("unroll") for (int j = 2; j < N; j += 2) {
+            e[j] = madc_lo_cc(a[j], b, e[j]);
+            e[j + 1] = madc_hi_cc(a[j], b, e[j + 1]);
+        }
+        e[N] = addc(e[N], 0);
+        o[0] = mad_lo_cc(a[1], b, o[0]);
+        o[1] = madc_hi_cc(a[1], b, o[1]);
+        _Pragma("unroll") for (int j = 3; j < N; j += 2) {
+            o[j - 1] = madc_lo_cc(a[j], b, o[j - 1]);
+            o[j] = madc_hi_cc(a[j], b, o[j]);
+        }
+        o[N] = addc(o[N], 0);
+    }
+
+    // One Montgomery row on the running value e + o·2^32 (N+1 limbs each): adds m·M with
+    // m = e[0]·INV, so e[0] becomes 0, then divides by 2^32 into e (o is cleared).
+    static __device__ __forceinline__ void reduce_row(u32* e, u32* o) {
+        const u32 e0 = e[0];
+        const u32 m = e0 * P::INV;
+        if constexpr (CUZK_FR_FAST_REDUCE && P::INV == 0xffffffffu && P::M[0] == 1u && P::M[1] == 0xffffffffu) {
+            // m = -e0: m·M[0] = m, so e0 + m·M[0] is 0 with a carry iff e0 != 0.
+            e[0] = add_cc(m, e0);
+            e[1] = addc_cc(e[1], 0);
+            _Pragma("unroll") for (int j = 2; j < N; j += 2) {
+                e[j] = madc_lo_cc(m, P::M[j], e[j]);
+                e[j + 1] = madc_hi_cc(m, P::M[j], e[j + 1]);
+            }
+            e[N] = addc(e[N], 0);
+            // m·(2^32 - 1) = m·2^32 - m: low word -m = e0, high word m - (m != 0).
+            o[0] = add_cc(e0, o[0]);
+            o[1] = addc_cc(m - (e0 != 0), o[1]);
+            _Pragma("unroll") for (int j = 3; j < N; j += 2) {
+                o[j - 1] = madc_lo_cc(m, P::M[j], o[j - 1]);
+                o[j] = madc_hi_cc(m, P::M[j], o[j]);
+            }
+            o[N] = addc(o[N], 0);
+        } else {
+            mac_row(e, o, P::M, m);
+        }
+        e[0] = add_cc(e[1], o[0]);
+        _Pragma("unroll") for (int k = 1; k < N; k++) e[k] = addc_cc(e[k + 1], o[k]);
+        e[N] = addc(o[N], 0);
+        _Pragma("unroll") for (int k = 0; k < N + 1; k++) o[k] = 0;
+    }
+
+    // Montgomery product a*b*R^-1 mod M, CIOS with split accumulators: per row, a·b_i is added
+    // (mac_row) and the row reduced (reduce_row); the running value stays below 2M.
     __device__ __forceinline__ Field operator*(const Field& b) const {
         if constexpr (N == 12 && CUZK_FP_MUL_CALL) return mul_call(b);
         else return mul_inline(b);
@@ -98,55 +146,8 @@ struct Field {
         u32 e[N + 1], o[N + 1];
         _Pragma("unroll") for (int k = 0; k < N + 1; k++) { e[k] = 0; o[k] = 0; }
         _Pragma("unroll") for (int i = 0; i < N; i++) {
-            const u32 bi = b.v[i];
-            e[0] = mad_lo_cc(v[0], bi, e[0]);
-            e[1] = madc_hi_cc(v[0], bi, e[1]);
-            _Pragma("unroll") for (int j = 2; j < N; j += 2) {
-                e[j] = madc_lo_cc(v[j], bi, e[j]);
-                e[j + 1] = madc_hi_cc(v[j], bi, e[j + 1]);
-            }
-            e[N] = addc(e[N], 0);
-            o[0] = mad_lo_cc(v[1], bi, o[0]);
-            o[1] = madc_hi_cc(v[1], bi, o[1]);
-            _Pragma("unroll") for (int j = 3; j < N; j += 2) {
-                o[j - 1] = madc_lo_cc(v[j], bi, o[j - 1]);
-                o[j] = madc_hi_cc(v[j], bi, o[j]);
-            }
-            o[N] = addc(o[N], 0);
-
-            const u32 e0 = e[0];
-            const u32 m = e0 * P::INV;
-            if constexpr (CUZK_FR_FAST_REDUCE && P::INV == 0xffffffffu && P::M[0] == 1u) {
-                // m = -e0: m·M[0] = m, so e0 + m·M[0] is 0 with a carry iff e0 != 0.
-                e[0] = add_cc(m, e0);
-                e[1] = addc_cc(e[1], 0);
-            } else {
-                e[0] = mad_lo_cc(m, P::M[0], e[0]);
-                e[1] = madc_hi_cc(m, P::M[0], e[1]);
-            }
-            _Pragma("unroll") for (int j = 2; j < N; j += 2) {
-                e[j] = madc_lo_cc(m, P::M[j], e[j]);
-                e[j + 1] = madc_hi_cc(m, P::M[j], e[j + 1]);
-            }
-            e[N] = addc(e[N], 0);
-            if constexpr (CUZK_FR_FAST_REDUCE && P::INV == 0xffffffffu && P::M[1] == 0xffffffffu) {
-                // m·(2^32 - 1) = m·2^32 - m: low word -m = e0, high word m - (m != 0).
-                o[0] = add_cc(e0, o[0]);
-                o[1] = addc_cc(m - (e0 != 0), o[1]);
-            } else {
-                o[0] = mad_lo_cc(m, P::M[1], o[0]);
-                o[1] = madc_hi_cc(m, P::M[1], o[1]);
-            }
-            _Pragma("unroll") for (int j = 3; j < N; j += 2) {
-                o[j - 1] = madc_lo_cc(m, P::M[j], o[j - 1]);
-                o[j] = madc_hi_cc(m, P::M[j], o[j]);
-            }
-            o[N] = addc(o[N], 0);
-
-            e[0] = add_cc(e[1], o[0]);
-            _Pragma("unroll") for (int k = 1; k < N; k++) e[k] = addc_cc(e[k + 1], o[k]);
-            e[N] = addc(o[N], 0);
-            _Pragma("unroll") for (int k = 0; k < N + 1; k++) o[k] = 0;
+            mac_row(e, o, v, b.v[i]);
+            reduce_row(e, o);
         }
         Field r; reduce_once(r.v, e, e[N]); return r;
     }
@@ -165,23 +166,8 @@ struct Field {
     static __device__ __forceinline__ void mul_wide(u32* t, const u32* a, const u32* b) {
         u32 e[2 * N + 1], o[2 * N + 1];
         _Pragma("unroll") for (int k = 0; k < 2 * N + 1; k++) { e[k] = 0; o[k] = 0; }
-        _Pragma("unroll") for (int i = 0; i < N; i++) {
-            const u32 bi = b[i];
-            e[i] = mad_lo_cc(a[0], bi, e[i]);
-            e[i + 1] = madc_hi_cc(a[0], bi, e[i + 1]);
-            _Pragma("unroll") for (int j = 2; j < N; j += 2) {
-                e[i + j] = madc_lo_cc(a[j], bi, e[i + j]);
-                e[i + j + 1] = madc_hi_cc(a[j], bi, e[i + j + 1]);
-            }
-            e[i + N] = addc(e[i + N], 0);
-            o[i] = mad_lo_cc(a[1], bi, o[i]);
-            o[i + 1] = madc_hi_cc(a[1], bi, o[i + 1]);
-            _Pragma("unroll") for (int j = 3; j < N; j += 2) {
-                o[i + j - 1] = madc_lo_cc(a[j], bi, o[i + j - 1]);
-                o[i + j] = madc_hi_cc(a[j], bi, o[i + j]);
-            }
-            o[i + N] = addc(o[i + N], 0);
-        }
+        // Row i adds a·b_i at limb i (e[i + N], o[i + N] are still zero when it carries there).
+        _Pragma("unroll") for (int i = 0; i < N; i++) mac_row(e + i, o + i, a, b[i]);
         // t = e + o * 2^32 (the product is below 2^(64N): nothing is carried out of the top).
         t[0] = e[0];
         t[1] = add_cc(e[1], o[0]);
@@ -240,28 +226,10 @@ struct Field {
         e[N] = 0;
         o[N] = 0;
         _Pragma("unroll") for (int i = 0; i < N; i++) {
-            const u32 m = e[0] * P::INV;
-            e[0] = mad_lo_cc(m, P::M[0], e[0]);
-            e[1] = madc_hi_cc(m, P::M[0], e[1]);
-            _Pragma("unroll") for (int j = 2; j < N; j += 2) {
-                e[j] = madc_lo_cc(m, P::M[j], e[j]);
-                e[j + 1] = madc_hi_cc(m, P::M[j], e[j + 1]);
-            }
-            e[N] = addc(e[N], 0);
-            o[0] = mad_lo_cc(m, P::M[1], o[0]);
-            o[1] = madc_hi_cc(m, P::M[1], o[1]);
-            _Pragma("unroll") for (int j = 3; j < N; j += 2) {
-                o[j - 1] = madc_lo_cc(m, P::M[j], o[j - 1]);
-                o[j] = madc_hi_cc(m, P::M[j], o[j]);
-            }
-            o[N] = addc(o[N], 0);
-            // Divide by 2^32 (e[0] is now 0) and bring in the next limb of t at the top.
-            e[0] = add_cc(e[1], o[0]);
-            _Pragma("unroll") for (int k = 1; k < N; k++) e[k] = addc_cc(e[k + 1], o[k]);
-            e[N] = addc(o[N], 0);
+            reduce_row(e, o);
+            // Bring in the next limb of t at the top.
             e[N - 1] = add_cc(e[N - 1], t[N + i]);
             e[N] = addc(e[N], 0);
-            _Pragma("unroll") for (int k = 0; k < N + 1; k++) o[k] = 0;
         }
         Field r;
         reduce_once(r.v, e, e[N]);
