@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use actix::prelude::*;
 use crossbeam_channel::Sender;
+use cuzk_engine::backend::PAGE;
 
 /// What actually pins: `cuMemHostRegister` on a GPU machine, bookkeeping only on the CPU backend.
 pub trait PinApi: Send + 'static {
@@ -53,8 +54,6 @@ impl PinApi for CountingPin {
         s.live.remove(&addr).map(|_| ()).ok_or_else(|| format!("unregister of {addr:#x}, which is not registered"))
     }
 }
-
-const PAGE: usize = 4096;
 
 struct Registration {
     len: usize,

@@ -110,6 +110,9 @@ pub trait Backend: Send + Sync {
 /// registrations fails with CUDA_ERROR_INVALID_VALUE).
 pub const COPY_PIECE: usize = 64 << 20;
 
+/// The host page the driver pins (and the HostPinner rounds registrations to).
+pub const PAGE: usize = 4096;
+
 fn foreign(backend: &str, what: &str) -> EngineError {
     EngineError::Backend { backend: backend.into(), what: format!("partition was {what} by another backend") }
 }

@@ -16,9 +16,13 @@ const THREADS_PER_SM: u64 = 512;
 /// Sum of `bases[i]` (device) for every set bit `i < n` of `bits` (device, u64 words); returns
 /// the XYZZ bytes of the sum.
 pub fn batch_add_raw(dev: &GpuDevice, curve: Curve, bases: &DevBuf, bits: &DevBuf, n: u64) -> Result<Vec<u8>> {
-    let sum = batch_add_queued(dev, curve, bases, bits, n)?;
+    read_sum(dev, &batch_add_queued(dev, curve, bases, bits, n)?, curve)
+}
+
+/// The XYZZ bytes of a queued batch addition's sum (waits for the stream).
+pub fn read_sum(dev: &GpuDevice, sum: &DevBuf, curve: Curve) -> Result<Vec<u8>> {
     let mut out = vec![0u8; curve.xyzz_bytes()];
-    dev.download(&sum, 0, &mut out, "batch-addition sum")?;
+    dev.download(sum, 0, &mut out, "batch-addition sum")?;
     Ok(out)
 }
 

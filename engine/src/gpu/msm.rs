@@ -123,10 +123,7 @@ impl MsmPlan {
 /// Runs the MSM over `n` bases and scalars already on the device; returns each window's sum as
 /// XYZZ bytes (window 0 first).
 pub fn msm_windows(dev: &GpuDevice, bases: u64, scalars: u64, plan: &MsmPlan) -> Result<Vec<u8>> {
-    let folded = msm_windows_queued(dev, bases, scalars, plan)?;
-    let mut out = vec![0u8; plan.windows as usize * plan.curve.xyzz_bytes()];
-    dev.download(&folded, 0, &mut out, "MSM window sums")?;
-    Ok(out)
+    QueuedMsm { windows: msm_windows_queued(dev, bases, scalars, plan)?, plan: *plan }.raw(dev)
 }
 
 /// An MSM whose kernels are queued on a device's stream; its window sums are read once the
@@ -140,12 +137,16 @@ impl QueuedMsm {
     /// Queues the MSM (no synchronisation): `bases`, `scalars` must stay alive until the stream
     /// has run it.
     pub fn queue(dev: &GpuDevice, curve: Curve, bases: &DevBuf, scalars: &DevBuf, n: u64) -> Result<Option<Self>> {
-        check_len(bases, scalars, n, curve)?;
-        if n == 0 {
+        Self::with_plan(dev, bases, scalars, &MsmPlan::new(n, curve))
+    }
+
+    /// Queues the MSM of `plan.n` points under an explicit plan; None for no points.
+    pub fn with_plan(dev: &GpuDevice, bases: &DevBuf, scalars: &DevBuf, plan: &MsmPlan) -> Result<Option<Self>> {
+        check_len(bases, scalars, plan.n, plan.curve)?;
+        if plan.n == 0 {
             return Ok(None);
         }
-        let plan = MsmPlan::new(n, curve);
-        Ok(Some(QueuedMsm { windows: msm_windows_queued(dev, bases.ptr(), scalars.ptr(), &plan)?, plan }))
+        Ok(Some(QueuedMsm { windows: msm_windows_queued(dev, bases.ptr(), scalars.ptr(), plan)?, plan: *plan }))
     }
 
     fn raw(&self, dev: &GpuDevice) -> Result<Vec<u8>> {
@@ -236,24 +237,12 @@ pub fn msm_g2_device(dev: &GpuDevice, bases: &DevBuf, scalars: &DevBuf, n: u64) 
 
 /// The G1 MSM under an explicit plan (window size, share per thread); `plan.n` points.
 pub fn msm_g1_with_plan(dev: &GpuDevice, bases: &DevBuf, scalars: &DevBuf, plan: &MsmPlan) -> Result<G1Projective> {
-    check_len(bases, scalars, plan.n, Curve::G1)?;
-    if plan.n == 0 {
-        return Ok(G1Projective::identity());
-    }
-    let raw = msm_windows(dev, bases.ptr(), scalars.ptr(), &MsmPlan { curve: Curve::G1, ..*plan })?;
-    let w = raw.chunks_exact(Curve::G1.xyzz_bytes()).map(g1_from_xyzz).collect();
-    Ok(combine(w, plan.c))
+    QueuedMsm::g1(QueuedMsm::with_plan(dev, bases, scalars, &MsmPlan { curve: Curve::G1, ..*plan })?, dev)
 }
 
 /// The G2 MSM under an explicit plan.
 pub fn msm_g2_with_plan(dev: &GpuDevice, bases: &DevBuf, scalars: &DevBuf, plan: &MsmPlan) -> Result<G2Projective> {
-    check_len(bases, scalars, plan.n, Curve::G2)?;
-    if plan.n == 0 {
-        return Ok(G2Projective::identity());
-    }
-    let raw = msm_windows(dev, bases.ptr(), scalars.ptr(), &MsmPlan { curve: Curve::G2, ..*plan })?;
-    let w = raw.chunks_exact(Curve::G2.xyzz_bytes()).map(g2_from_xyzz).collect();
-    Ok(combine(w, plan.c))
+    QueuedMsm::g2(QueuedMsm::with_plan(dev, bases, scalars, &MsmPlan { curve: Curve::G2, ..*plan })?, dev)
 }
 
 /// Per-phase wall times of one MSM, printed to stderr when `CUZK_MSM_PROFILE` is set (each mark

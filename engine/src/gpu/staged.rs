@@ -21,13 +21,13 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cudarc::driver::CudaStream;
 use cuzk_srs::Srs;
 
-use super::batch_add::batch_add_queued;
+use super::batch_add::{batch_add_queued, read_sum};
 use super::buf::DevBuf;
 use super::h::{compute_h_device, HDomain};
 use super::msm::QueuedMsm;
 use super::points::{g1_from_xyzz, g2_from_xyzz, Curve};
 use super::{as_bytes, backend_err, GpuBackend, GpuDevice, Result};
-use crate::backend::{Backend, Bitmap, Computed, Staged, COPY_PIECE};
+use crate::backend::{Backend, Bitmap, Computed, Staged, COPY_PIECE, PAGE};
 use crate::prover::{Prepared, Split, Sums};
 use crate::timings::Timings;
 
@@ -182,7 +182,6 @@ impl PipelinedGpu {
 /// split into: at the buffer's first and last page boundary and at absolute multiples of
 /// `COPY_PIECE`, so that each piece lies within one of the HostPinner's registrations.
 pub fn copy_pieces(addr: usize, len: usize) -> Vec<(usize, usize)> {
-    const PAGE: usize = 4096;
     let end = addr + len;
     let mut cuts = vec![addr, end];
     cuts.push(addr.div_ceil(PAGE) * PAGE);
@@ -338,26 +337,7 @@ impl Backend for PipelinedGpu {
         }
         let (h, l, a, b_g1, b_g2) = queued;
         let read_back = Instant::now();
-        let g1_sum = |q: Queued| -> Result<G1Projective> {
-            let mut acc = QueuedMsm::g1(q.msm, dev)?;
-            if let Some(s) = q.ones {
-                acc += g1_from_xyzz(&download_point(dev, &s, Curve::G1)?);
-            }
-            Ok(acc)
-        };
-        let sums = Sums {
-            h: QueuedMsm::g1(h, dev)?,
-            l: g1_sum(l)?,
-            a: g1_sum(a)?,
-            b_g1: g1_sum(b_g1)?,
-            b_g2: {
-                let mut acc = QueuedMsm::g2(b_g2.msm, dev)?;
-                if let Some(s) = b_g2.ones {
-                    acc += g2_from_xyzz(&download_point(dev, &s, Curve::G2)?);
-                }
-                acc
-            },
-        };
+        let sums = Sums { h: QueuedMsm::g1(h, dev)?, l: l.g1(dev)?, a: a.g1(dev)?, b_g1: b_g1.g1(dev)?, b_g2: b_g2.g2(dev)? };
         t.span("dtoh", read_back, Instant::now());
         drop((r, d));
         Ok(Computed { index, public_inputs, payload: Box::new(sums) })
@@ -370,10 +350,22 @@ struct Queued {
     ones: Option<DevBuf>,
 }
 
-fn download_point(dev: &GpuDevice, buf: &DevBuf, curve: Curve) -> Result<Vec<u8>> {
-    let mut out = vec![0u8; curve.xyzz_bytes()];
-    dev.download(buf, 0, &mut out, "batch-addition sum")?;
-    Ok(out)
+impl Queued {
+    /// The MSM plus the batch addition, read back (waits for the stream).
+    fn g1(self, dev: &GpuDevice) -> Result<G1Projective> {
+        let mut acc = QueuedMsm::g1(self.msm, dev)?;
+        if let Some(s) = self.ones {
+            acc += g1_from_xyzz(&read_sum(dev, &s, Curve::G1)?);
+        }
+        Ok(acc)
+    }
+    fn g2(self, dev: &GpuDevice) -> Result<G2Projective> {
+        let mut acc = QueuedMsm::g2(self.msm, dev)?;
+        if let Some(s) = self.ones {
+            acc += g2_from_xyzz(&read_sum(dev, &s, Curve::G2)?);
+        }
+        Ok(acc)
+    }
 }
 
 #[cfg(test)]
