@@ -1,7 +1,8 @@
-//! ComputeActor (`gpu_workers_per_device` per GPU): launches a staged partition's kernels under
-//! the per-GPU kernel lock (taken in staging order, held only until the backend says every kernel
-//! is queued, so the next partition's kernels queue while these run), releases its device
-//! reservation the moment compute ends, and hands the results to the MsmCollector.
+//! ComputeActor (`gpu_workers_per_device` per GPU): runs a staged partition's kernels under the
+//! per-GPU kernel turn (taken in staging order, held only until the backend says the partition no
+//! longer needs the GPU, so the next partition's kernels run while this one's sums are read
+//! back), releases its device reservation the moment compute ends, and hands the results to the
+//! MsmCollector.
 
 use std::sync::Arc;
 use std::time::Instant;

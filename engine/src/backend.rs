@@ -87,9 +87,10 @@ pub trait Backend: Send + Sync {
         Ok(Computed { index, public_inputs, payload: Box::new(sums) })
     }
 
-    /// [`compute`](Backend::compute), calling `launched` once every kernel of the partition is
-    /// queued on the device: from then on the caller's per-GPU turn may pass to the next
-    /// partition, whose kernels queue behind (or beside) these. The default computes, then calls it.
+    /// [`compute`](Backend::compute), calling `launched` once the partition no longer needs the
+    /// device to itself (`PipelinedGpu`: its kernels have run; what is left is reading the sums
+    /// back): from then on the caller's per-GPU turn may pass to the next partition. The default
+    /// computes, then calls it.
     fn compute_then(&self, srs: &Srs, staged: Staged, t: &mut Timings, launched: &mut dyn FnMut()) -> Result<Computed, EngineError> {
         let r = self.compute(srs, staged, t);
         launched();
