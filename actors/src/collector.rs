@@ -1,6 +1,8 @@
-//! MsmCollector (one per GPU): brings a partition's MSM results to the host (a GPU backend's
-//! device→host copies and final reductions), assembles the proof with `r, s`, and verifies it.
-//! It runs beside compute, so partition k is collected while partition k+1 computes.
+//! MsmCollector (one per GPU): brings a partition's MSM results to the host (a GPU backend waits
+//! for the partition's kernels, copies the sums device→host on a stream of its own and does the
+//! final reductions), releases the partition's device reservation when the backend held device
+//! memory until then, assembles the proof with `r, s`, and verifies it. It runs beside compute,
+//! so partition k is collected while partition k+1's kernels run.
 
 use std::sync::{Arc, Weak};
 use std::time::Instant;
@@ -8,10 +10,10 @@ use std::time::Instant;
 use actix::prelude::*;
 use cuzk_engine::backend::Computed;
 use cuzk_engine::prover::assemble;
-use cuzk_engine::{Backend, Verifier};
+use cuzk_engine::{Backend, Timings, Verifier};
 use cuzk_srs::Srs;
 
-use crate::dispatcher::{Dispatcher, Dropped, PartitionDone};
+use crate::dispatcher::{ComputeDone, Dispatcher, Dropped, PartitionDone};
 use crate::timeline::{Lane, Timeline};
 use crate::work::Ticket;
 
@@ -63,14 +65,33 @@ impl Handler<Collect> for MsmCollector {
         let Collect { ticket, computed } = msg;
         let key = ticket.key;
         let lane = Lane { gpu: Some(self.gpu), worker: None };
+        let holds_device = computed.holds_device;
+        // The partition's device memory is free once `computed` is gone (dropping a GPU payload
+        // waits for its kernels): then its reservation goes back.
+        let gpu = self.gpu;
+        let device_free = |d: &Addr<Dispatcher>| {
+            if holds_device {
+                d.do_send(ComputeDone { gpu, key });
+            }
+        };
         if ticket.is_cancelled() {
+            drop(computed);
+            device_free(&self.dispatcher);
             self.dispatcher.do_send(Dropped { key });
             return;
         }
         let inputs = computed.public_inputs.clone();
         let verifier = self.self_verify.then(|| self.verifier(&ticket.srs));
         let start = Instant::now();
-        let result = self.backend.collect(computed).map_err(|e| e.to_string()).and_then(|sums| {
+        let mut t = Timings::default();
+        let collected = self.backend.collect(computed, &mut t);
+        device_free(&self.dispatcher);
+        for (stage, a, b) in t.events {
+            // Device-timed steps (the kernels as the GPU ran them), on the GPU's kernel lane.
+            let lane = if stage == "dtoh" { lane } else { Lane { gpu: Some(self.gpu), worker: Some(0) } };
+            self.timeline.record(key, stage, lane, a, b, 0);
+        }
+        let result = collected.map_err(|e| e.to_string()).and_then(|sums| {
             let collected = Instant::now();
             self.timeline.record(key, "collect", lane, start, collected, 0);
             let proof = assemble(&sums, ticket.srs.vk(), ticket.r, ticket.s).map_err(|e| e.to_string())?;

@@ -1,8 +1,10 @@
-//! ComputeActor (`gpu_workers_per_device` per GPU): runs a staged partition's kernels under the
-//! per-GPU kernel turn (taken in staging order, held only until the backend says the partition no
-//! longer needs the GPU, so the next partition's kernels run while this one's sums are read
-//! back), releases its device reservation the moment compute ends, and hands the results to the
-//! MsmCollector.
+//! ComputeActor (`gpu_workers_per_device` per GPU): runs (on a GPU: queues) a staged partition's
+//! kernels under the per-GPU kernel turn (taken in staging order, held only until the backend
+//! says the next partition may start: on a GPU, once this one's kernels are queued behind the
+//! previous one's), and hands the results to the MsmCollector. The partition's device
+//! reservation is released when its device memory is free: here, when compute ends, for a
+//! backend whose results are on the host; by the collector, after collecting, for one whose
+//! results (and running kernels) are still on the device.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -77,10 +79,17 @@ impl Handler<Compute> for ComputeActor {
             }
             r
         };
-        self.dispatcher.do_send(ComputeDone { gpu: self.gpu, key });
         match result {
-            Ok(computed) => self.collector.do_send(Collect { ticket, computed }),
-            Err(e) => self.dispatcher.do_send(PartitionDone { key, result: Err(e.to_string()) }),
+            Ok(computed) => {
+                if !computed.holds_device {
+                    self.dispatcher.do_send(ComputeDone { gpu: self.gpu, key });
+                }
+                self.collector.do_send(Collect { ticket, computed })
+            }
+            Err(e) => {
+                self.dispatcher.do_send(ComputeDone { gpu: self.gpu, key });
+                self.dispatcher.do_send(PartitionDone { key, result: Err(e.to_string()) })
+            }
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The actor pipeline over the CPU backend: proofs byte-identical to direct proving, overlap of
 //! upload and compute, budgets and back-pressure, the chunked tier, pinning, order, cancellation.
 
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -30,59 +31,120 @@ fn circuits(job: u64, n: usize) -> Vec<MulChain> {
     (0..n).map(|p| MulChain::random(M, 2, job * 100 + p as u64)).collect()
 }
 
+/// When a staging backend says compute is done.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    /// Computes, then says it launched.
+    Late,
+    /// Says it launched, then computes (as a GPU backend whose kernels run beside the next).
+    Early,
+    /// Says it launched, computes, and leaves the results "on the device" (as `PipelinedGpu`,
+    /// whose kernels are still queued when compute returns and whose results stay on the device
+    /// until collected): the partition's "device memory" is live until a slow `collect`.
+    Deferred,
+}
+
 /// The CPU backend, but staging each partition by copying it (as a GPU backend uploads it), so
-/// the uploader pins, stages and unpins as it does on a GPU machine. With `early_launch`, compute
-/// says its work is launched before doing it (as `PipelinedGpu` does once its kernels are queued).
-struct Staging(CpuBackend, bool);
+/// the uploader pins, stages and unpins as it does on a GPU machine.
+struct Staging {
+    cpu: CpuBackend,
+    mode: Mode,
+    /// Partitions staged and not yet collected or dropped, and the most there ever were.
+    live: Arc<AtomicUsize>,
+    max_live: Arc<AtomicUsize>,
+}
+
+/// A staged partition's "device memory": counted live until dropped.
+struct Live(Arc<AtomicUsize>);
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, AtomicOrdering::SeqCst);
+    }
+}
 
 impl Backend for Staging {
     fn name(&self) -> &str {
         "cpu-staging"
     }
     fn compute_h(&self, a: Vec<Scalar>, b: Vec<Scalar>, c: Vec<Scalar>) -> Result<Vec<Scalar>, EngineError> {
-        self.0.compute_h(a, b, c)
+        self.cpu.compute_h(a, b, c)
     }
     fn msm_g1(&self, b: &[G1Affine], s: &[Scalar]) -> Result<G1Projective, EngineError> {
-        self.0.msm_g1(b, s)
+        self.cpu.msm_g1(b, s)
     }
     fn msm_g2(&self, b: &[G2Affine], s: &[Scalar]) -> Result<G2Projective, EngineError> {
-        self.0.msm_g2(b, s)
+        self.cpu.msm_g2(b, s)
     }
     fn batch_add_g1(&self, b: &[G1Affine], bits: &[u64]) -> Result<G1Projective, EngineError> {
-        self.0.batch_add_g1(b, bits)
+        self.cpu.batch_add_g1(b, bits)
     }
     fn batch_add_g2(&self, b: &[G2Affine], bits: &[u64]) -> Result<G2Projective, EngineError> {
-        self.0.batch_add_g2(b, bits)
+        self.cpu.batch_add_g2(b, bits)
     }
     fn stages_on_device(&self) -> bool {
         true
     }
     fn stage(&self, p: &Prepared) -> Result<Staged, EngineError> {
-        Ok(Staged::on_host(p.clone()))
+        if self.mode != Mode::Deferred {
+            return Ok(Staged::on_host(p.clone()));
+        }
+        let now = self.live.fetch_add(1, AtomicOrdering::SeqCst) + 1;
+        self.max_live.fetch_max(now, AtomicOrdering::SeqCst);
+        Ok(Staged { index: p.index, public_inputs: p.public_inputs.clone(), payload: Box::new((p.clone(), Live(self.live.clone()))) })
     }
     fn compute_then(&self, srs: &Srs, staged: Staged, t: &mut Timings, launched: &mut dyn FnMut()) -> Result<Computed, EngineError> {
-        if self.1 {
-            launched();
-            return self.compute(srs, staged, t);
+        match self.mode {
+            Mode::Early => {
+                launched();
+                self.compute(srs, staged, t)
+            }
+            Mode::Late => {
+                let r = self.compute(srs, staged, t);
+                launched();
+                r
+            }
+            Mode::Deferred => {
+                launched();
+                let Staged { index, public_inputs, payload } = staged;
+                let (p, live) = *payload.downcast::<(Prepared, Live)>().map_err(|_| EngineError::Other("foreign payload".into()))?;
+                let sums = cuzk_engine::backend::run_steps(&self.cpu, srs, p, t)?;
+                Ok(Computed { index, public_inputs, holds_device: true, payload: Box::new((sums, live)) })
+            }
         }
-        let r = self.compute(srs, staged, t);
-        launched();
-        r
+    }
+    fn collect(&self, c: Computed, t: &mut Timings) -> Result<cuzk_engine::prover::Sums, EngineError> {
+        if self.mode != Mode::Deferred {
+            return c.payload.downcast::<cuzk_engine::prover::Sums>().map(|s| *s).map_err(|_| EngineError::Other("foreign payload".into()));
+        }
+        let (sums, live) = *c.payload.downcast::<(cuzk_engine::prover::Sums, Live)>().map_err(|_| EngineError::Other("foreign payload".into()))?;
+        std::thread::sleep(Duration::from_millis(20)); // a slow read-back: later partitions pile up behind it
+        t.step("dtoh", Instant::now());
+        drop(live);
+        Ok(sums)
     }
 }
 
 fn engine_on(cfg: EngineConfig, staging: bool) -> (Engine, Arc<std::sync::Mutex<PinStats>>) {
-    engine_with(cfg, staging, false)
+    if staging {
+        engine_with(cfg, Mode::Late).0
+    } else {
+        let pin = CountingPin::default();
+        let stats = pin.stats.clone();
+        let backends = (0..cfg.vram_budget.len()).map(|_| Arc::new(CpuBackend::new()) as Arc<dyn Backend>).collect();
+        (Engine::start(cfg, backends, Box::new(pin)).unwrap(), stats)
+    }
 }
 
-fn engine_with(cfg: EngineConfig, staging: bool, early: bool) -> (Engine, Arc<std::sync::Mutex<PinStats>>) {
+/// An engine over staging backends in `mode`, and the most partitions that were ever live on
+/// one of its "devices".
+fn engine_with(cfg: EngineConfig, mode: Mode) -> ((Engine, Arc<std::sync::Mutex<PinStats>>), Arc<AtomicUsize>) {
     let pin = CountingPin::default();
     let stats = pin.stats.clone();
-    let n = cfg.vram_budget.len();
-    let backends: Vec<Arc<dyn Backend>> = (0..n)
-        .map(|_| if staging { Arc::new(Staging(CpuBackend::new(), early)) as Arc<dyn Backend> } else { Arc::new(CpuBackend::new()) as Arc<dyn Backend> })
+    let max_live = Arc::new(AtomicUsize::new(0));
+    let backends: Vec<Arc<dyn Backend>> = (0..cfg.vram_budget.len())
+        .map(|_| Arc::new(Staging { cpu: CpuBackend::new(), mode, live: Arc::new(AtomicUsize::new(0)), max_live: max_live.clone() }) as Arc<dyn Backend>)
         .collect();
-    (Engine::start(cfg, backends, Box::new(pin)).unwrap(), stats)
+    ((Engine::start(cfg, backends, Box::new(pin)).unwrap(), stats), max_live)
 }
 
 fn engine(cfg: EngineConfig) -> (Engine, Arc<std::sync::Mutex<PinStats>>) {
@@ -374,7 +436,7 @@ fn the_kernel_lock_passes_on_once_a_partition_is_launched() {
     let (r, s): (Vec<_>, Vec<_>) = rs.iter().copied().unzip();
     let direct = Prover::new(&srs, &CpuBackend::new()).prove(circuits(21, 6), &r, &s).unwrap().to_bytes();
     for early in [false, true] {
-        let (engine, stats) = engine_with(EngineConfig { gpu_workers_per_device: 2, ..EngineConfig::default() }, true, early);
+        let ((engine, stats), _) = engine_with(EngineConfig { gpu_workers_per_device: 2, ..EngineConfig::default() }, if early { Mode::Early } else { Mode::Late });
         let job = JobSpec::new(srs.clone(), circuits(21, 6)).randomness(Randomness::Fixed(rs.clone()));
         assert_eq!(engine.submit(job).unwrap().wait().unwrap().to_bytes(), direct);
         // The lock is held from the turn to the launch: those spans never overlap.
@@ -385,6 +447,37 @@ fn the_kernel_lock_passes_on_once_a_partition_is_launched() {
         }
         let launches = engine.timeline().spans().into_iter().filter(|s| s.stage == "launch").count();
         assert_eq!(launches, 6, "one launch span per partition");
+        assert_all_released(&engine, &stats);
+    }
+}
+
+#[test]
+fn results_left_on_the_device_keep_their_reservation_until_collected() {
+    // A backend whose compute returns before the work is done and whose results stay on the
+    // device until collected (as PipelinedGpu's): with a budget of 2.5 partitions, never more
+    // than two partitions hold device memory at once, although compute returns at once and
+    // collection is slow; every proof still equals direct proving, and everything is released.
+    let srs = srs();
+    let part = Dims::of(&srs).device(Tier::Full, false);
+    let budget = part * 5 / 2;
+    for workers in [1, 2] {
+        let ((engine, stats), max_live) = engine_with(EngineConfig { vram_budget: vec![budget], gpu_workers_per_device: workers, ..EngineConfig::default() }, Mode::Deferred);
+        let rs: Vec<_> = (0..3u64).map(|j| fixed_rs(40 + j, 3)).collect();
+        let handles: Vec<_> = (0..3u64)
+            .map(|j| engine.submit(JobSpec::new(srs.clone(), circuits(40 + j, 3)).randomness(Randomness::Fixed(rs[j as usize].clone()))).unwrap())
+            .collect();
+        for (j, h) in handles.iter().enumerate() {
+            let (r, s): (Vec<_>, Vec<_>) = rs[j].iter().copied().unzip();
+            let direct = Prover::new(&srs, &CpuBackend::new()).prove(circuits(40 + j as u64, 3), &r, &s).unwrap();
+            assert_eq!(h.wait().unwrap().to_bytes(), direct.to_bytes(), "workers={workers} job {j}");
+        }
+        let live = max_live.load(AtomicOrdering::SeqCst);
+        assert!(live >= 1, "nothing was staged");
+        assert!(live <= 2, "workers={workers}: {live} partitions held device memory at once under a budget of 2.5 partitions");
+        let st = engine.status().unwrap();
+        assert!(st.vram[0].high_water <= budget);
+        // Steps timed in collect reach the timeline.
+        assert!(engine.timeline().spans().iter().any(|s| s.stage == "dtoh" && s.gpu == Some(0)));
         assert_all_released(&engine, &stats);
     }
 }

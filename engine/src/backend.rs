@@ -32,11 +32,23 @@ impl Staged {
     }
 }
 
-/// A partition whose kernels have run; its results may still be on the device.
+/// A partition whose heavy steps have run or, on a GPU, are queued: its results may still be on
+/// the device, and its kernels may still be running.
 pub struct Computed {
     pub index: usize,
     pub public_inputs: Vec<Scalar>,
+    /// The partition's device memory (its inputs, its results) stays in use until
+    /// [`collect`](Backend::collect) has run (or the payload is dropped): a pipeline keeps the
+    /// partition's device reservation until then.
+    pub holds_device: bool,
     pub payload: Box<dyn Any + Send>,
+}
+
+impl Computed {
+    /// Results already on the host.
+    pub fn on_host(index: usize, public_inputs: Vec<Scalar>, sums: Sums) -> Computed {
+        Computed { index, public_inputs, holds_device: false, payload: Box::new(sums) }
+    }
 }
 
 pub trait Backend: Send + Sync {
@@ -84,22 +96,22 @@ pub trait Backend: Send + Sync {
         let Staged { index, public_inputs, payload } = staged;
         let p = payload.downcast::<Prepared>().map_err(|_| foreign(self.name(), "staged"))?;
         let sums = run_steps(self, srs, *p, t)?;
-        Ok(Computed { index, public_inputs, payload: Box::new(sums) })
+        Ok(Computed::on_host(index, public_inputs, sums))
     }
 
-    /// [`compute`](Backend::compute), calling `launched` once the partition no longer needs the
-    /// device to itself (`PipelinedGpu`: its kernels have run; what is left is reading the sums
-    /// back): from then on the caller's per-GPU turn may pass to the next partition. The default
-    /// computes, then calls it.
+    /// [`compute`](Backend::compute), calling `launched` once the next partition may be started
+    /// (`PipelinedGpu`: its kernels are queued on the GPU's one kernel stream, so the next
+    /// partition's kernels run right after them): from then on the caller's per-GPU turn may pass
+    /// on. The default computes, then calls it.
     fn compute_then(&self, srs: &Srs, staged: Staged, t: &mut Timings, launched: &mut dyn FnMut()) -> Result<Computed, EngineError> {
         let r = self.compute(srs, staged, t);
         launched();
         r
     }
 
-    /// Brings a computed partition's sums to the host (a GPU backend: device→host copies and the
-    /// final reductions).
-    fn collect(&self, c: Computed) -> Result<Sums, EngineError> {
+    /// Brings a computed partition's sums to the host (a GPU backend: waits for its kernels,
+    /// then device→host copies and the final reductions); device-timed stages go into `t`.
+    fn collect(&self, c: Computed, _t: &mut Timings) -> Result<Sums, EngineError> {
         c.payload.downcast::<Sums>().map(|s| *s).map_err(|_| foreign(self.name(), "computed"))
     }
 }

@@ -155,7 +155,7 @@ pub fn compute(p: Prepared, srs: &Srs, backend: &dyn Backend, t: &mut Timings) -
     let staged = if backend.stages_on_device() { backend.stage(&p)? } else { Staged::on_host(p) };
     let computed = backend.compute(srs, staged, t)?;
     let inputs = computed.public_inputs.clone();
-    Ok((backend.collect(computed)?, inputs))
+    Ok((backend.collect(computed, t)?, inputs))
 }
 
 /// The proof from the MSM sums and the randomness `r, s`, exactly as bellperson assembles it.

@@ -36,6 +36,9 @@ pub struct GpuDevice {
     /// What each module's compile did (or that it came from the cache).
     pub compiled: Vec<Compiled>,
     funcs: HashMap<&'static str, CudaFunction>,
+    /// An event the GPU passed at a known host instant: device events are placed on the host
+    /// clock from it (`host_time`), whenever their results are read.
+    epoch: Arc<(std::time::Instant, cudarc::driver::CudaEvent)>,
 }
 
 const KERNELS: &[(Module, &[&str])] = &[
@@ -63,6 +66,14 @@ impl GpuDevice {
             // Only a cost: freed memory then goes back to the driver at every synchronisation.
             eprintln!("cuzk: {e}; the memory pool will release freed memory at each synchronisation");
         }
+        let epoch = {
+            let ev = ctx
+                .new_event(Some(dsys::CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(|e| backend_err(format!("creating the clock event on GPU {ordinal}: {e:?}")))?;
+            ev.record(&stream).map_err(|e| backend_err(format!("recording the clock event on GPU {ordinal}: {e:?}")))?;
+            ev.synchronize().map_err(|e| backend_err(format!("waiting for the clock event on GPU {ordinal}: {e:?}")))?;
+            Arc::new((std::time::Instant::now(), ev))
+        };
         let verbose = std::env::var_os("CUZK_GPU_VERBOSE").is_some();
         let mut funcs = HashMap::new();
         let mut compiled = Vec::new();
@@ -83,7 +94,7 @@ impl GpuDevice {
             }
             compiled.push(c);
         }
-        Ok(GpuDevice { ctx, stream, ordinal, name, cc, sm_count, compiled, funcs })
+        Ok(GpuDevice { ctx, stream, ordinal, name, cc, sm_count, compiled, funcs, epoch })
     }
 
     /// Another handle on this GPU (same context, kernels and memory pool) with a stream of its own:
@@ -99,7 +110,16 @@ impl GpuDevice {
             sm_count: self.sm_count,
             compiled: Vec::new(),
             funcs: self.funcs.clone(),
+            epoch: self.epoch.clone(),
         })
+    }
+
+    /// When the GPU passed `ev` (recorded on any stream of this GPU, and complete), on the host
+    /// clock: the clock event's host instant plus the device time between the two.
+    pub fn host_time(&self, ev: &cudarc::driver::CudaEvent) -> Result<std::time::Instant> {
+        let (at, clock) = &*self.epoch;
+        let ms = clock.elapsed_ms(ev).map_err(|e| backend_err(format!("event timing on GPU {}: {e:?}", self.ordinal)))?;
+        Ok(*at + std::time::Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3))
     }
 
     /// A timing event recorded now on this device's stream.

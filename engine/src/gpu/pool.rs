@@ -22,7 +22,10 @@ fn default_pool(ctx: &CudaContext) -> Result<Option<sys::CUmemoryPool>> {
     Ok(Some(pool))
 }
 
-/// Keeps freed memory in the pool (release threshold: unlimited).
+/// Keeps freed memory in the pool (release threshold: unlimited), and forbids the pool to make
+/// one stream wait for another in order to reuse memory freed there (otherwise an upload on the
+/// copy stream may be made to wait for the kernel stream, which would serialise upload behind
+/// compute; the pool grows instead, within the VRAM budget).
 pub fn keep(ctx: &CudaContext) -> Result<()> {
     let Some(pool) = default_pool(ctx)? else { return Ok(()) };
     let mut threshold: u64 = u64::MAX;
@@ -31,7 +34,14 @@ pub fn keep(ctx: &CudaContext) -> Result<()> {
         sys::cuMemPoolSetAttribute(pool, sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &mut threshold as *mut u64 as *mut std::ffi::c_void)
     }
     .result()
-    .map_err(|e| backend_err(format!("memory pool release threshold on GPU {}: {e:?}", ctx.ordinal())))
+    .map_err(|e| backend_err(format!("memory pool release threshold on GPU {}: {e:?}", ctx.ordinal())))?;
+    let mut no: i32 = 0;
+    // SAFETY: the attribute takes a pointer to an int.
+    unsafe {
+        sys::cuMemPoolSetAttribute(pool, sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES, &mut no as *mut i32 as *mut std::ffi::c_void)
+    }
+    .result()
+    .map_err(|e| backend_err(format!("memory pool reuse policy on GPU {}: {e:?}", ctx.ordinal())))
 }
 
 /// Hands the pool's unused memory back to the device, keeping at most `keep_bytes` reserved.

@@ -4,12 +4,13 @@
 //!   own (from host memory the HostPinner pinned), so partition k+1's upload overlaps partition
 //!   k's kernels;
 //! - the SRS bases are uploaded once per parameter set and stay resident on the device;
-//! - `compute` runs H and every MSM from device memory only (H's coefficients never leave the
-//!   device before the H-MSM), on a stream of the calling worker's own: it queues all of the
-//!   partition's kernels under the per-GPU lock with no host synchronisation in between, waits
-//!   for them, and then says so (`compute_then`'s `launched`) before reading the sums back and
-//!   combining them, so a second worker's partition launches while the first one's results come
-//!   back. The GPU runs one partition at a time.
+//! - `compute` queues H and every MSM of a partition, from device memory only (H's coefficients
+//!   never leave the device before the H-MSM), on the GPU's one kernel stream, with no host
+//!   synchronisation, and returns at once: the partition's kernels run right after the previous
+//!   partition's (never beside them), and the caller may queue the next partition while they run;
+//! - `collect` (the MsmCollector's thread) waits for the partition's last kernel, reads the sums
+//!   back on a stream of its own while the GPU goes on with the next partition, combines them,
+//!   and only then frees the partition's device memory.
 //!
 //! The heavy steps one by one (`compute_h`, `msm_g1`, …) are the plain `GpuBackend`'s.
 
@@ -64,31 +65,12 @@ pub struct PipelinedGpu {
     copy: Arc<CudaStream>,
     resident: Mutex<Option<Arc<Resident>>>,
     domains: Mutex<HashMap<u32, Arc<HDomain>>>,
+    /// Serialises the queueing of partitions (and the resident-SRS and domain caches).
     compute_lock: Mutex<()>,
-    /// Worker streams not in use: each `compute` takes one (forking a new one if none is free),
-    /// so the kernels of two workers' partitions run on two streams.
-    workers: Mutex<Vec<GpuDevice>>,
-}
-
-/// A worker stream taken from the pool; back into it on drop.
-struct Worker<'a> {
-    pool: &'a Mutex<Vec<GpuDevice>>,
-    dev: Option<GpuDevice>,
-}
-
-impl std::ops::Deref for Worker<'_> {
-    type Target = GpuDevice;
-    fn deref(&self) -> &GpuDevice {
-        self.dev.as_ref().expect("a worker holds its device until dropped")
-    }
-}
-
-impl Drop for Worker<'_> {
-    fn drop(&mut self) {
-        if let (Some(d), Ok(mut pool)) = (self.dev.take(), self.pool.lock()) {
-            pool.push(d);
-        }
-    }
+    /// The GPU's one kernel stream: every partition's kernels, in the order they were queued.
+    kernels: GpuDevice,
+    /// The collector's stream, for reading sums back while the kernel stream goes on.
+    readback: GpuDevice,
 }
 
 fn srs_key(srs: &Srs) -> (usize, usize, usize, [u8; 96]) {
@@ -103,7 +85,9 @@ impl PipelinedGpu {
     pub fn new(ordinal: usize) -> Result<Self> {
         let inner = GpuBackend::new(ordinal)?;
         let copy = inner.device().ctx.new_stream().map_err(|e| backend_err(format!("copy stream on GPU {ordinal}: {e:?}")))?;
-        Ok(PipelinedGpu { inner, copy, resident: Mutex::new(None), domains: Mutex::new(HashMap::new()), compute_lock: Mutex::new(()), workers: Mutex::new(Vec::new()) })
+        let kernels = inner.device().fork()?;
+        let readback = inner.device().fork()?;
+        Ok(PipelinedGpu { inner, copy, resident: Mutex::new(None), domains: Mutex::new(HashMap::new()), compute_lock: Mutex::new(()), kernels, readback })
     }
 
     pub fn inner(&self) -> &GpuBackend {
@@ -136,7 +120,9 @@ impl PipelinedGpu {
         }
         let dev = self.inner.device();
         if slot.take().is_some() {
-            // Free the previous set first, and give its memory back (the pool keeps freed memory).
+            // Free the previous set first (queued partitions hold it until collected), and give
+            // its memory back (the pool keeps freed memory).
+            self.kernels.sync("freeing the previous resident SRS")?;
             dev.sync("freeing the previous resident SRS")?;
             if let Err(e) = super::pool::trim(&dev.ctx, 0) {
                 // Only a cost: the pool keeps the old set's memory for later allocations.
@@ -154,15 +140,6 @@ impl PipelinedGpu {
         dev.sync("resident SRS upload")?;
         *slot = Some(r.clone());
         Ok(r)
-    }
-
-    fn worker(&self) -> Result<Worker<'_>> {
-        let free = self.workers.lock().map_err(|_| backend_err("worker stream pool poisoned"))?.pop();
-        let dev = match free {
-            Some(d) => d,
-            None => self.inner.device().fork()?,
-        };
-        Ok(Worker { pool: &self.workers, dev: Some(dev) })
     }
 
     fn domain(&self, log_n: u32) -> Result<Arc<HDomain>> {
@@ -197,12 +174,34 @@ pub fn copy_pieces(addr: usize, len: usize) -> Vec<(usize, usize)> {
     cuts.windows(2).map(|w| (w[0] - addr, w[1] - addr)).collect()
 }
 
-/// Waits for a worker's stream when dropped.
-struct QuietOnDrop<'a>(&'a super::GpuDevice);
+/// Waits for the kernel stream when dropped, unless disarmed: on a way out of `compute` with some
+/// of a partition's kernels queued, its buffers must not be freed under them.
+struct QuietOnDrop<'a>(&'a super::GpuDevice, bool);
 
 impl Drop for QuietOnDrop<'_> {
     fn drop(&mut self) {
-        let _ = self.0.sync("waiting for the partition's kernels");
+        if self.1 {
+            let _ = self.0.sync("waiting for the partition's kernels");
+        }
+    }
+}
+
+/// A partition whose kernels are queued on the kernel stream: everything they read or write
+/// stays alive until they are done (dropping it waits for them first).
+struct Pending {
+    end: cudarc::driver::CudaEvent,
+    /// Events between the steps, with the name of the step each one ends.
+    marks: Vec<(&'static str, cudarc::driver::CudaEvent)>,
+    sums: Option<(Option<QueuedMsm>, Queued, Queued, Queued, Queued)>,
+    _inputs: OnDevice,
+    _resident: Arc<Resident>,
+    _domain: Arc<HDomain>,
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        // The fields (device buffers) drop after this: not before the kernels are done.
+        let _ = self.end.synchronize();
     }
 }
 
@@ -275,19 +274,13 @@ impl Backend for PipelinedGpu {
                 let p = other.downcast::<Prepared>().map_err(|_| backend_err("partition was staged by another backend"))?;
                 let sums = crate::backend::run_steps(self, srs, *p, t);
                 launched();
-                return Ok(Computed { index, public_inputs, payload: Box::new(sums?) });
+                return Ok(Computed::on_host(index, public_inputs, sums?));
             }
         };
-        let worker = self.worker()?;
-        let dev: &GpuDevice = &worker;
-        // The partition's buffers belong to the copy stream, whose allocator may hand their memory
-        // to the next upload as soon as they are freed: on every way out of here (errors too), wait
-        // for this worker's kernels before they drop. Declared after `on`, so it drops first.
-        let _quiet = QuietOnDrop(dev);
-
-        // Queue every kernel of the partition on the worker's stream, under the per-GPU lock; the
-        // lock is released before waiting for them.
-        let (r, d, queued, marks) = {
+        let dev = &self.kernels;
+        // Queue every kernel of the partition on the kernel stream, under the lock; nothing here
+        // waits for the GPU (but the first use of an SRS or a domain size).
+        let pending = {
             let _g = self.compute_lock.lock().map_err(|_| backend_err("compute lock poisoned"))?;
             let r = self.resident(srs)?;
             let n = 1u64 << on.log_n;
@@ -298,6 +291,8 @@ impl Backend for PipelinedGpu {
             check("a", srs.a().len(), on.a_query.n)?;
             check("b", srs.b_g1().len(), on.b_query.n)?;
             let d = self.domain(on.log_n)?;
+            // From the first kernel on, an error must not free the inputs under queued kernels.
+            let mut quiet = QuietOnDrop(dev, true);
 
             let mut marks = vec![("", dev.mark()?)];
             compute_h_device(dev, &d, on.a.ptr(), on.b.ptr(), on.c.ptr())?;
@@ -318,29 +313,33 @@ impl Backend for PipelinedGpu {
             let a = g1(&r.a, &on.a_query, Curve::G1, "tail_msm", "batch_add")?;
             let b_g1 = g1(&r.b_g1, &on.b_query, Curve::G1, "tail_msm", "batch_add")?;
             let b_g2 = g1(&r.b_g2, &on.b_query, Curve::G2, "b_g2_msm", "b_g2_msm")?;
-            (r, d, (h, l, a, b_g1, b_g2), marks)
+            let end = dev.mark()?;
+            quiet.1 = false;
+            Pending { end, marks, sums: Some((h, l, a, b_g1, b_g2)), _inputs: on, _resident: r, _domain: d }
         };
-        dev.sync("waiting for the partition's kernels")?;
-        let end = Instant::now();
-        // The GPU is done with this partition: the next one may launch while the sums are read
-        // back and combined. (Passing the turn on right after queueing let the next partition's
-        // kernels run beside these: 4% less throughput with two workers at 2^23 on the H200.)
+        // The next partition's kernels queue behind these on the same stream: the GPU runs one
+        // partition at a time, with no gap between them.
         launched();
-        // The events' times relative to the last one, placed on the host clock at `end`.
-        let last = &marks[marks.len() - 1].1;
-        let at = |ev: &cudarc::driver::CudaEvent| -> Result<Instant> {
-            let ms = ev.elapsed_ms(last).map_err(|e| backend_err(format!("event timing: {e:?}")))?;
-            Ok(end.checked_sub(std::time::Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3)).unwrap_or(end))
+        Ok(Computed { index, public_inputs, holds_device: true, payload: Box::new(pending) })
+    }
+
+    fn collect(&self, c: Computed, t: &mut Timings) -> Result<Sums> {
+        let mut p = match c.payload.downcast::<Pending>() {
+            Ok(p) => p,
+            Err(other) => return other.downcast::<Sums>().map(|s| *s).map_err(|_| backend_err("partition was computed by another backend")),
         };
-        for w in marks.windows(2) {
-            t.span(w[1].0, at(&w[0].1)?, at(&w[1].1)?);
+        p.end.synchronize().map_err(|e| backend_err(format!("waiting for the partition's kernels: {e:?}")))?;
+        // The steps as the GPU ran them, on the host clock.
+        let k = &self.kernels;
+        for w in p.marks.windows(2) {
+            t.span(w[1].0, k.host_time(&w[0].1)?, k.host_time(&w[1].1)?);
         }
-        let (h, l, a, b_g1, b_g2) = queued;
         let read_back = Instant::now();
+        let (h, l, a, b_g1, b_g2) = p.sums.take().ok_or_else(|| backend_err("partition collected twice"))?;
+        let dev = &self.readback;
         let sums = Sums { h: QueuedMsm::g1(h, dev)?, l: l.g1(dev)?, a: a.g1(dev)?, b_g1: b_g1.g1(dev)?, b_g2: b_g2.g2(dev)? };
         t.span("dtoh", read_back, Instant::now());
-        drop((r, d));
-        Ok(Computed { index, public_inputs, payload: Box::new(sums) })
+        Ok(sums)
     }
 }
 
