@@ -189,6 +189,7 @@ impl Drop for QuietOnDrop<'_> {
 /// A partition whose kernels are queued on the kernel stream: everything they read or write
 /// stays alive until they are done (dropping it waits for them first).
 struct Pending {
+    ctx: Arc<cudarc::driver::CudaContext>,
     end: cudarc::driver::CudaEvent,
     /// Events between the steps, with the name of the step each one ends.
     marks: Vec<(&'static str, cudarc::driver::CudaEvent)>,
@@ -200,7 +201,9 @@ struct Pending {
 
 impl Drop for Pending {
     fn drop(&mut self) {
-        // The fields (device buffers) drop after this: not before the kernels are done.
+        // The fields (device buffers) drop after this: not before the kernels are done, and with
+        // the context current on this thread (the collector's, or whoever drops a cancelled one).
+        let _ = self.ctx.bind_to_thread();
         let _ = self.end.synchronize();
     }
 }
@@ -315,7 +318,7 @@ impl Backend for PipelinedGpu {
             let b_g2 = g1(&r.b_g2, &on.b_query, Curve::G2, "b_g2_msm", "b_g2_msm")?;
             let end = dev.mark()?;
             quiet.1 = false;
-            Pending { end, marks, sums: Some((h, l, a, b_g1, b_g2)), _inputs: on, _resident: r, _domain: d }
+            Pending { ctx: dev.ctx.clone(), end, marks, sums: Some((h, l, a, b_g1, b_g2)), _inputs: on, _resident: r, _domain: d }
         };
         // The next partition's kernels queue behind these on the same stream: the GPU runs one
         // partition at a time, with no gap between them.
@@ -328,6 +331,7 @@ impl Backend for PipelinedGpu {
             Ok(p) => p,
             Err(other) => return other.downcast::<Sums>().map(|s| *s).map_err(|_| backend_err("partition was computed by another backend")),
         };
+        p.ctx.bind_to_thread().map_err(|e| backend_err(format!("binding the GPU's context: {e:?}")))?;
         p.end.synchronize().map_err(|e| backend_err(format!("waiting for the partition's kernels: {e:?}")))?;
         // The steps as the GPU ran them, on the host clock.
         let k = &self.kernels;
