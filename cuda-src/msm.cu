@@ -22,6 +22,12 @@
 #ifndef CUZK_G1_MIN_BLOCKS
 #define CUZK_G1_MIN_BLOCKS 4
 #endif
+// The same for the G2 accumulation, a tuning switch (unset: no cap beyond the 128-thread bound).
+#ifdef CUZK_G2_MIN_BLOCKS
+#define CUZK_G2_BOUNDS __launch_bounds__(128, CUZK_G2_MIN_BLOCKS)
+#else
+#define CUZK_G2_BOUNDS __launch_bounds__(128)
+#endif
 
 // Walks a scalar's signed digits window by window (the carry of one window feeds the next).
 struct Digits {
@@ -257,7 +263,7 @@ extern "C" __global__ void __launch_bounds__(128, CUZK_G1_MIN_BLOCKS) msm_accumu
         const u32* counts, u32* buckets, u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
     accumulate<Fp, true>(bases, sorted, offsets, counts, buckets, partials, n, nwin, B, per);
 }
-extern "C" __global__ void __launch_bounds__(128) msm_accumulate_g2(const u32* bases, const u32* sorted, const u32* offsets,
+extern "C" __global__ void CUZK_G2_BOUNDS msm_accumulate_g2(const u32* bases, const u32* sorted, const u32* offsets,
         const u32* counts, u32* buckets, u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
     accumulate<Fp2, false>(bases, sorted, offsets, counts, buckets, partials, n, nwin, B, per);
 }
