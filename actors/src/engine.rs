@@ -137,6 +137,7 @@ impl Engine {
                             dispatcher: d.clone(),
                             timeline: t.clone(),
                             next_seq: 0,
+                            staging: None,
                         }));
                     }
                     dispatcher.do_send(SetUploaders(uploaders));

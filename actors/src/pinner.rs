@@ -1,5 +1,8 @@
 //! HostPinner: the only code that pins host memory.
 //!
+//! Two kinds of pinned memory: staging buffers (`Staging`), allocated and registered once and
+//! reused for every upload (what a GPU backend copies through, so nothing is registered or
+//! unregistered per partition), and registrations of a caller's own ranges (`Pin`):
 //! Registrations are immutable ranges with a reference count. A request is covered by existing
 //! registrations where they overlap it (their counts go up) and by new registrations for the gaps,
 //! each within one aligned block of `chunk` bytes (absolute addresses) — so overlapping requests
@@ -60,16 +63,63 @@ struct Registration {
     holders: usize,
 }
 
+/// Page-aligned host memory, freed when the last holder drops it (the HostPinner keeps one
+/// handle while it is registered, so it is never freed while pinned).
+pub struct HostBuf {
+    ptr: std::ptr::NonNull<u8>,
+    layout: std::alloc::Layout,
+}
+
+// SAFETY: plain owned memory; access goes through `StagingLease::buffers(&mut self)`.
+unsafe impl Send for HostBuf {}
+unsafe impl Sync for HostBuf {}
+
+impl HostBuf {
+    fn new(len: usize) -> Result<Self, String> {
+        let layout = std::alloc::Layout::from_size_align(len.max(PAGE).div_ceil(PAGE) * PAGE, PAGE).map_err(|e| format!("staging buffer of {len} bytes: {e}"))?;
+        // SAFETY: the layout has a non-zero size.
+        let ptr = std::ptr::NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) }).ok_or_else(|| format!("allocating a {len}-byte staging buffer failed"))?;
+        Ok(HostBuf { ptr, layout })
+    }
+    fn addr(&self) -> usize {
+        self.ptr.as_ptr() as usize
+    }
+    pub fn len(&self) -> usize {
+        self.layout.size()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl Drop for HostBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
 pub struct HostPinner {
     api: Box<dyn PinApi>,
     chunk: usize,
     /// start → registration, non-overlapping.
     regs: BTreeMap<usize, Registration>,
+    /// Staging buffers handed out and registered (each once, for its whole life).
+    staging: Vec<Arc<HostBuf>>,
 }
 
 impl HostPinner {
     pub fn new(api: Box<dyn PinApi>, chunk: usize) -> Self {
-        HostPinner { api, chunk: chunk.max(PAGE) / PAGE * PAGE, regs: BTreeMap::new() }
+        HostPinner { api, chunk: chunk.max(PAGE) / PAGE * PAGE, regs: BTreeMap::new(), staging: Vec::new() }
+    }
+
+    fn release_staging(&mut self, addrs: &[usize]) {
+        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.staging).into_iter().partition(|b| addrs.contains(&b.addr()));
+        self.staging = kept;
+        for b in gone {
+            // Unregistered before its memory can be freed (this handle drops after).
+            let _ = self.api.unregister(b.addr());
+        }
     }
 
     /// Covers `[addr, addr + len)`, rounded out to whole pages (the driver pins pages, so two
@@ -134,6 +184,102 @@ impl Actor for HostPinner {
     type Context = SyncContext<Self>;
 }
 
+impl Drop for HostPinner {
+    fn drop(&mut self) {
+        // Staging buffers still leased stay allocated (their leases hold them) but are unpinned
+        // now, while the pinning API is still here.
+        let all: Vec<usize> = self.staging.iter().map(|b| b.addr()).collect();
+        self.release_staging(&all);
+    }
+}
+
+/// Allocates and pins `count` staging buffers of `bytes` each, for one holder (a GPU's
+/// UploadActor) to reuse for every upload; they are unpinned and freed when the lease drops.
+pub struct Staging {
+    pub count: usize,
+    pub bytes: usize,
+    pub reply: Sender<Result<StagingLease, String>>,
+    pub pinner: Addr<HostPinner>,
+}
+
+impl Message for Staging {
+    type Result = ();
+}
+
+impl Handler<Staging> for HostPinner {
+    type Result = ();
+    fn handle(&mut self, msg: Staging, _: &mut SyncContext<Self>) {
+        let mut bufs = Vec::new();
+        let mut result = Ok(());
+        for _ in 0..msg.count {
+            match HostBuf::new(msg.bytes).and_then(|b| self.api.register(b.addr(), b.len()).map(|()| b)) {
+                Ok(b) => {
+                    let b = Arc::new(b);
+                    self.staging.push(b.clone());
+                    bufs.push(b);
+                }
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        let reply = match result {
+            Ok(()) => Ok(StagingLease { bufs, pinner: Some(msg.pinner) }),
+            Err(e) => {
+                let addrs: Vec<usize> = bufs.iter().map(|b| b.addr()).collect();
+                self.release_staging(&addrs);
+                Err(e)
+            }
+        };
+        let _ = msg.reply.send(reply);
+    }
+}
+
+/// Pinned staging buffers leased to one holder.
+pub struct StagingLease {
+    bufs: Vec<Arc<HostBuf>>,
+    pinner: Option<Addr<HostPinner>>,
+}
+
+impl StagingLease {
+    /// The buffers, writable (the lease is the only user of their memory).
+    pub fn buffers(&mut self) -> Vec<&mut [u8]> {
+        // SAFETY: each buffer is `len` bytes of live memory (held by `self.bufs`); the HostPinner
+        // never reads or writes it, and `&mut self` makes these the only references.
+        self.bufs.iter().map(|b| unsafe { std::slice::from_raw_parts_mut(b.ptr.as_ptr(), b.len()) }).collect()
+    }
+}
+
+impl Drop for StagingLease {
+    fn drop(&mut self) {
+        if let Some(p) = self.pinner.take() {
+            p.do_send(ReleaseStaging(self.bufs.iter().map(|b| b.addr()).collect()));
+        }
+    }
+}
+
+/// Unpins staging buffers whose lease was dropped (their memory goes when the last handle does).
+pub struct ReleaseStaging(pub Vec<usize>);
+
+impl Message for ReleaseStaging {
+    type Result = ();
+}
+
+impl Handler<ReleaseStaging> for HostPinner {
+    type Result = ();
+    fn handle(&mut self, msg: ReleaseStaging, _: &mut SyncContext<Self>) {
+        self.release_staging(&msg.0);
+    }
+}
+
+/// Asks `pinner` for `count` pinned staging buffers of `bytes` each and waits for them.
+pub fn staging_blocking(pinner: &Addr<HostPinner>, count: usize, bytes: usize) -> Result<StagingLease, String> {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    pinner.do_send(Staging { count, bytes, reply: tx, pinner: pinner.clone() });
+    rx.recv().map_err(|_| "host pinner stopped".to_string())?
+}
+
 /// Pins `ranges` (address, length); replies with a lease that unpins when dropped.
 pub struct Pin {
     pub ranges: Vec<(usize, usize)>,
@@ -170,8 +316,9 @@ impl Handler<Pin> for HostPinner {
     }
 }
 
-/// Drops holds (sent by `PinLease::drop`).
-pub struct Unpin(pub Vec<usize>);
+/// Drops holds (sent by `PinLease::drop` and `PinLease::unpin`); `done` hears when they are
+/// dropped.
+pub struct Unpin(pub Vec<usize>, pub Option<Sender<()>>);
 
 impl Message for Unpin {
     type Result = ();
@@ -181,6 +328,9 @@ impl Handler<Unpin> for HostPinner {
     type Result = ();
     fn handle(&mut self, msg: Unpin, _: &mut SyncContext<Self>) {
         let _ = self.drop_holds(&msg.0);
+        if let Some(done) = msg.1 {
+            let _ = done.send(());
+        }
     }
 }
 
@@ -209,12 +359,22 @@ impl PinLease {
     pub fn registrations(&self) -> usize {
         self.held.len()
     }
+
+    /// Releases the holds and waits until the HostPinner has done so (and unregistered what no
+    /// one holds any more): after this the ranges may be freed. Dropping a lease only asks.
+    pub fn unpin(mut self) {
+        if let Some(p) = self.pinner.take() {
+            let (tx, rx) = crossbeam_channel::bounded(1);
+            p.do_send(Unpin(std::mem::take(&mut self.held), Some(tx)));
+            let _ = rx.recv();
+        }
+    }
 }
 
 impl Drop for PinLease {
     fn drop(&mut self) {
         if let Some(p) = self.pinner.take() {
-            p.do_send(Unpin(std::mem::take(&mut self.held)));
+            p.do_send(Unpin(std::mem::take(&mut self.held), None));
         }
     }
 }

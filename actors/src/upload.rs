@@ -1,7 +1,10 @@
 //! UploadActor (one per GPU): owns the copy stream. Takes one partition at a time, in the order
-//! the dispatcher hands them out (nearest to compute first), pins its host buffers through the
-//! HostPinner for the upload, stages it on the backend (a GPU backend uploads here), unpins, and
-//! hands it to compute.
+//! the dispatcher hands them out (nearest to compute first), stages it on the backend (a GPU
+//! backend uploads here) and hands it to compute. A backend that copies through staging buffers
+//! (`Backend::staging_bytes`) gets two pinned by the HostPinner once, on first use, and reused
+//! for every partition (nothing is pinned per partition); for any other backend that stages on a
+//! device, the partition's own buffers are pinned for the upload and unpinned before they are
+//! freed.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -13,7 +16,7 @@ use cuzk_engine::Backend;
 
 use crate::compute::{Compute, ComputeActor};
 use crate::dispatcher::{ComputeDone, Dispatcher, Dropped, PartitionDone, UploadDone};
-use crate::pinner::{pin_blocking, HostPinner};
+use crate::pinner::{pin_blocking, staging_blocking, HostPinner, StagingLease};
 use crate::timeline::{Lane, Timeline};
 use crate::work::Ticket;
 
@@ -26,6 +29,24 @@ pub struct UploadActor {
     pub timeline: Timeline,
     /// Staging order of this GPU's partitions (the compute workers take the kernel lock in it).
     pub next_seq: u64,
+    /// The pinned staging buffers, once asked for.
+    pub staging: Option<StagingLease>,
+}
+
+impl UploadActor {
+    /// Stages `p` through the pinned staging buffers (pinned on first use).
+    fn stage_through(&mut self, p: &Prepared, key: crate::work::PartKey, lane: Lane, start: Instant, bytes: u64) -> Result<Staged, String> {
+        if self.staging.is_none() {
+            let lease = staging_blocking(&self.pinner, 2, self.backend.staging_bytes()).map_err(|e| format!("pinning staging buffers: {e}"))?;
+            self.timeline.record(key, "pin", lane, start, Instant::now(), 0);
+            self.staging = Some(lease);
+        }
+        let from = Instant::now();
+        let lease = self.staging.as_mut().ok_or("no staging buffers")?;
+        let staged = self.backend.stage_through(p, &mut lease.buffers()).map_err(|e| e.to_string());
+        self.timeline.record(key, "upload", lane, from, Instant::now(), bytes);
+        staged
+    }
 }
 
 impl Actor for UploadActor {
@@ -61,7 +82,11 @@ impl Handler<Upload> for UploadActor {
             return;
         }
         let start = Instant::now();
-        let staged = if self.backend.stages_on_device() {
+        let staged = if self.backend.stages_on_device() && self.backend.staging_bytes() > 0 {
+            let staged = self.stage_through(&prepared, key, lane, start, bytes);
+            drop(prepared);
+            staged
+        } else if self.backend.stages_on_device() {
             match pin_blocking(&self.pinner, ranges(&prepared)) {
                 Err(e) => Err(format!("pinning host memory: {e}")),
                 Ok(lease) => {
@@ -69,9 +94,9 @@ impl Handler<Upload> for UploadActor {
                     self.timeline.record(key, "pin", lane, start, pinned, 0);
                     let staged = self.backend.stage(&prepared).map_err(|e| e.to_string());
                     self.timeline.record(key, "upload", lane, pinned, Instant::now(), bytes);
-                    // Unpin before the host buffers can be freed: the driver must never hold
-                    // pages that the allocator may hand out again.
-                    drop(lease);
+                    // Unpinned (and waited for) before the host buffers are freed: the driver
+                    // must never hold pages that the allocator may hand out again.
+                    lease.unpin();
                     drop(prepared);
                     staged
                 }

@@ -32,12 +32,15 @@ fn circuits(job: u64, n: usize) -> Vec<MulChain> {
 }
 
 /// When a staging backend says compute is done.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy, PartialEq, Debug)]
 enum Mode {
     /// Computes, then says it launched.
     Late,
     /// Says it launched, then computes (as a GPU backend whose kernels run beside the next).
     Early,
+    /// Copies each partition through the UploadActor's pinned staging buffers (small, so every
+    /// vector takes many pieces), into zeroed buffers, as `PipelinedGpu` uploads through them.
+    Through,
     /// Says it launched, computes, and leaves the results "on the device" (as `PipelinedGpu`,
     /// whose kernels are still queued when compute returns and whose results stay on the device
     /// until collected): the partition's "device memory" is live until a slow `collect`.
@@ -84,7 +87,26 @@ impl Backend for Staging {
     fn stages_on_device(&self) -> bool {
         true
     }
+    fn staging_bytes(&self) -> usize {
+        if self.mode == Mode::Through { 3 * 4096 + 96 } else { 0 }
+    }
+    fn stage_through(&self, p: &Prepared, staging: &mut [&mut [u8]]) -> Result<Staged, EngineError> {
+        assert_eq!(self.mode, Mode::Through, "stage_through on a backend without staging buffers");
+        assert!(staging.len() >= 2 && staging.iter().all(|b| b.len() >= self.staging_bytes()));
+        let mut q = p.clone();
+        let mut next = 0;
+        for (src, dst) in [(&p.a, &mut q.a), (&p.b, &mut q.b), (&p.c, &mut q.c), (&p.l.tail, &mut q.l.tail), (&p.a_query.tail, &mut q.a_query.tail), (&p.b_query.tail, &mut q.b_query.tail)] {
+            dst.iter_mut().for_each(|x| *x = Scalar::ZERO);
+            let out = cuzk_engine::gpu::as_bytes_mut(dst);
+            cuzk_engine::backend::copy_through(staging, cuzk_engine::gpu::as_bytes(src), 2, &mut next, |_| Ok(()), |_, at, piece| {
+                out[at..at + piece.len()].copy_from_slice(piece);
+                Ok(())
+            })?;
+        }
+        Ok(Staged::on_host(q))
+    }
     fn stage(&self, p: &Prepared) -> Result<Staged, EngineError> {
+        assert_ne!(self.mode, Mode::Through, "a backend with staging buffers was staged without them");
         if self.mode != Mode::Deferred {
             return Ok(Staged::on_host(p.clone()));
         }
@@ -98,7 +120,7 @@ impl Backend for Staging {
                 launched();
                 self.compute(srs, staged, t)
             }
-            Mode::Late => {
+            Mode::Late | Mode::Through => {
                 let r = self.compute(srs, staged, t);
                 launched();
                 r
@@ -480,4 +502,36 @@ fn results_left_on_the_device_keep_their_reservation_until_collected() {
         assert!(engine.timeline().spans().iter().any(|s| s.stage == "dtoh" && s.gpu == Some(0)));
         assert_all_released(&engine, &stats);
     }
+}
+
+#[test]
+fn uploads_through_staging_buffers_pin_once_for_all_partitions() {
+    // A backend that copies through staging buffers gets two from the HostPinner, pinned once and
+    // reused for every partition: nothing is registered per partition, the data arrives intact
+    // (proofs equal direct proving), and the buffers are unpinned when the engine stops.
+    let srs = srs();
+    let ((engine, stats), _) = engine_with(EngineConfig { gpu_workers_per_device: 2, ..EngineConfig::default() }, Mode::Through);
+    let rs: Vec<_> = (0..3u64).map(|j| fixed_rs(60 + j, 3)).collect();
+    let handles: Vec<_> = (0..3u64)
+        .map(|j| engine.submit(JobSpec::new(srs.clone(), circuits(60 + j, 3)).randomness(Randomness::Fixed(rs[j as usize].clone()))).unwrap())
+        .collect();
+    for (j, h) in handles.iter().enumerate() {
+        let (r, s): (Vec<_>, Vec<_>) = rs[j].iter().copied().unzip();
+        let direct = Prover::new(&srs, &CpuBackend::new()).prove(circuits(60 + j as u64, 3), &r, &s).unwrap();
+        assert_eq!(h.wait().unwrap().to_bytes(), direct.to_bytes(), "job {j}");
+    }
+    {
+        let st = stats.lock().unwrap();
+        assert_eq!(st.registers, 2, "expected the two staging buffers registered once for 9 partitions: {st:?}");
+        assert_eq!(st.unregisters, 0);
+        assert!(!st.double_registered);
+    }
+    assert_eq!(engine.pinned().unwrap(), (0, 0), "per-partition registrations were made");
+    engine.shutdown();
+    let start = Instant::now();
+    while stats.lock().unwrap().unregisters < 2 {
+        assert!(start.elapsed() < Duration::from_secs(10), "staging buffers stayed pinned after shutdown: {:?}", stats.lock().unwrap());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(stats.lock().unwrap().live.is_empty());
 }
