@@ -17,7 +17,7 @@ use super::buf::DevBuf;
 use super::device::GpuDevice;
 use super::h::{compute_h_device, scale_permute, HDomain, PowerTables};
 use super::msm::{msm_windows, MsmPlan};
-use super::ntt::{ntt_natural, twiddles};
+use super::ntt::{ntt_natural_with, twiddles, NttKernel};
 use super::points::Curve;
 use super::{as_bytes, backend_err, Result};
 
@@ -174,7 +174,8 @@ pub fn run_kernel_bench(dev: &GpuDevice, opts: &KernelBenchOptions) -> Result<Ke
         }
     }
 
-    // NTT forward / coset / inverse, natural order in and out, device resident.
+    // NTT forward / coset / inverse, natural order in and out, device resident: the kernel
+    // CUZK_NTT_KERNEL picks at every size, then both kernels explicitly at the largest.
     let ntt_logs: Vec<u32> = [20u32, 24, 26, 27].into_iter().filter(|&l| fits(l) && want("ntt")).collect();
     if let Some(&top) = ntt_logs.last() {
         let data = dev.upload(as_bytes(&random_scalars(1 << top, rng.next_u64())), "bench NTT data")?;
@@ -184,19 +185,34 @@ pub fn run_kernel_bench(dev: &GpuDevice, opts: &KernelBenchOptions) -> Result<Ke
             let n_inv = Option::<Scalar>::from(Scalar::from(1u64 << l).invert()).ok_or_else(|| backend_err("1/n"))?;
             let coset = PowerTables::new(dev, Scalar::from(7u64), Scalar::ONE, l)?;
             let unscale = PowerTables::new(dev, Scalar::ONE, n_inv, l)?;
-            let fwd = time_ms(dev, opts.reps, || ntt_natural(dev, data.ptr(), outb.ptr(), &tw, l, false))?;
-            let cos = time_ms(dev, opts.reps, || {
-                scale_permute(dev, data.ptr(), data.ptr(), &coset, l, false, false)?;
-                ntt_natural(dev, data.ptr(), outb.ptr(), &tw, l, false)
-            })?;
-            let inv = time_ms(dev, opts.reps, || {
-                ntt_natural(dev, data.ptr(), outb.ptr(), &tw, l, true)?;
-                scale_permute(dev, outb.ptr(), outb.ptr(), &unscale, l, false, false)
-            })?;
+            let time_ntt = |kernel: NttKernel| -> Result<(f64, f64, f64)> {
+                let fwd = time_ms(dev, opts.reps, || ntt_natural_with(dev, data.ptr(), outb.ptr(), &tw, l, false, kernel))?;
+                let cos = time_ms(dev, opts.reps, || {
+                    scale_permute(dev, data.ptr(), data.ptr(), &coset, l, false, false)?;
+                    ntt_natural_with(dev, data.ptr(), outb.ptr(), &tw, l, false, kernel)
+                })?;
+                let inv = time_ms(dev, opts.reps, || {
+                    ntt_natural_with(dev, data.ptr(), outb.ptr(), &tw, l, true, kernel)?;
+                    scale_permute(dev, outb.ptr(), outb.ptr(), &unscale, l, false, false)
+                })?;
+                Ok((fwd, cos, inv))
+            };
+            let (fwd, cos, inv) = time_ntt(NttKernel::from_env())?;
             line(&mut out, format!("ntt_2p{l:<13} {fwd:>9.2} ms fwd  {cos:>9.2} ms coset  {inv:>9.2} ms inv (natural order in and out)"));
             rep.results.push((format!("ntt_2p{l}"), fwd));
             rep.results.push((format!("ntt_coset_2p{l}"), cos));
             rep.results.push((format!("ntt_inv_2p{l}"), inv));
+            if l == top {
+                for kernel in NttKernel::ALL {
+                    let (fwd, cos, inv) = time_ntt(kernel)?;
+                    let k = kernel.name();
+                    line(&mut out, format!("ntt_{k}_2p{l:<10} {fwd:>9.2} ms fwd  {cos:>9.2} ms coset  {inv:>9.2} ms inv (pass kernel {k}; ntt_2p{l} used {})",
+                        NttKernel::from_env().name()));
+                    rep.results.push((format!("ntt_{k}_2p{l}_fwd"), fwd));
+                    rep.results.push((format!("ntt_{k}_2p{l}_coset"), cos));
+                    rep.results.push((format!("ntt_{k}_2p{l}_inv"), inv));
+                }
+            }
         }
     }
 

@@ -43,7 +43,7 @@ pub struct GpuDevice {
 
 const KERNELS: &[(Module, &[&str])] = &[
     (Module::Arith, &["arith_fr", "arith_fp", "arith_fp2"]),
-    (Module::Ntt, &["ntt_pass", "ntt_twiddles"]),
+    (Module::Ntt, &["ntt_pass", "ntt_pass_v2", "ntt_twiddles"]),
     (Module::H, &["scale_permute", "h_quotient", "bitrev_copy"]),
     (Module::Msm, &["msm_histogram", "msm_tile_sums", "msm_scan", "msm_tile_scan", "msm_scatter", "msm_accumulate_g1",
                     "msm_accumulate_g2", "msm_fixup_g1", "msm_fixup_g2", "msm_bucket_reduce_g1", "msm_bucket_reduce_g2"]),
