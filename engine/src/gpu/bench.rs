@@ -197,7 +197,7 @@ pub fn run_kernel_bench(dev: &GpuDevice, opts: &KernelBenchOptions) -> Result<Ke
                 })?;
                 Ok((fwd, cos, inv))
             };
-            let (fwd, cos, inv) = time_ntt(NttKernel::from_env())?;
+            let (fwd, cos, inv) = time_ntt(NttKernel::for_size(l))?;
             line(&mut out, format!("ntt_2p{l:<13} {fwd:>9.2} ms fwd  {cos:>9.2} ms coset  {inv:>9.2} ms inv (natural order in and out)"));
             rep.results.push((format!("ntt_2p{l}"), fwd));
             rep.results.push((format!("ntt_coset_2p{l}"), cos));
@@ -207,7 +207,7 @@ pub fn run_kernel_bench(dev: &GpuDevice, opts: &KernelBenchOptions) -> Result<Ke
                     let (fwd, cos, inv) = time_ntt(kernel)?;
                     let k = kernel.name();
                     line(&mut out, format!("ntt_{k}_2p{l:<10} {fwd:>9.2} ms fwd  {cos:>9.2} ms coset  {inv:>9.2} ms inv (pass kernel {k}; ntt_2p{l} used {})",
-                        NttKernel::from_env().name()));
+                        NttKernel::for_size(l).name()));
                     rep.results.push((format!("ntt_{k}_2p{l}_fwd"), fwd));
                     rep.results.push((format!("ntt_{k}_2p{l}_coset"), cos));
                     rep.results.push((format!("ntt_{k}_2p{l}_inv"), inv));
