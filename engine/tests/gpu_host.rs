@@ -98,3 +98,33 @@ fn probe_reports_what_is_missing_instead_of_panicking() {
 
 
 
+
+#[test]
+fn plans_for_a_device_fill_whole_waves_and_stay_within_the_scratch_bound() {
+    // Resident-thread counts of real GPUs and odd ones: the accumulation takes whole waves of
+    // them (up to the rounding per window), never more than the bound the budget reserves.
+    for curve in [Kind::G1, Kind::G2] {
+        for log in [8u32, 14, 20, 22, 24, 26] {
+            let n = (1u64 << log) + 5;
+            let flat = MsmPlan::new(n, curve);
+            for resident in [1u64, 128, 33_792, 67_584, 40_000, 1 << 20] {
+                let p = flat.filling_waves(resident);
+                assert_eq!((p.c, p.windows, p.buckets), (flat.c, flat.windows, flat.buckets), "only the share changes");
+                assert!(p.per_thread >= 16);
+                let threads = p.accumulation_threads();
+                assert!(threads <= (1u64 << 18) * 5 / 4 + p.windows as u64, "{threads} threads at n = {n}, resident {resident}");
+                // Every point of every window has a thread.
+                assert!(threads / p.windows as u64 * p.per_thread as u64 >= n);
+                let waves = ((1u64 << 18) + resident / 2) / resident;
+                if p.per_thread > 16 && (1..=4).contains(&waves) && waves * resident <= (1u64 << 18) * 5 / 4 {
+                    // Not clamped: whole waves, less what the integer share rounds away (at most
+                    // one thread in `per_thread`, and one per window).
+                    let full = (waves * resident) as f64;
+                    assert!(threads as f64 <= full && threads as f64 >= full * (1.0 - 1.0 / p.per_thread as f64) - p.windows as f64,
+                            "{threads} threads for {waves} waves of {resident} (share {})", p.per_thread);
+                }
+                assert!(flat.scratch_bytes() >= p.scratch_bytes(), "the budget's bound is below a device plan's scratch at n = {n}");
+            }
+        }
+    }
+}

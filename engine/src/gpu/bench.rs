@@ -139,13 +139,25 @@ pub fn run_kernel_bench(dev: &GpuDevice, opts: &KernelBenchOptions) -> Result<Ke
         let scal = dev.upload(as_bytes(&random_scalars(1 << top, rng.next_u64())), "bench scalars")?;
         for l in logs {
             let n = 1u64 << l;
-            let plan = MsmPlan::new(n, curve);
+            let plan = MsmPlan::on(dev, n, curve);
             let ms = time_ms(dev, opts.reps, || msm_windows(dev, bases.ptr(), scal.ptr(), &plan).map(|_| ()))?;
             let adds = n as f64 * plan.windows as f64;
             let rate = adds / (ms / 1e3);
             let key = format!("msm_{}_2p{l}", if curve == Curve::G1 { "g1" } else { "g2" });
             line(&mut out, format!("{key:<18} {ms:>9.2} ms  c={} windows={}  {:.2e} bucket adds/s ({:.0}% of the {:.2e}/s floor model{})",
                 plan.c, plan.windows, rate, 100.0 * rate / FLOOR_ADDS_PER_SEC, FLOOR_ADDS_PER_SEC, if curve == Curve::G2 { ", G1 adds" } else { "" }));
+            rep.results.push((key, ms));
+        }
+        // The largest size again with the flat share (2^18 threads, not whole waves of the
+        // device's resident threads), to see what filling the last wave buys.
+        {
+            let n = 1u64 << top;
+            let (waves, flat) = (MsmPlan::on(dev, n, curve), MsmPlan::new(n, curve));
+            let ms = time_ms(dev, opts.reps, || msm_windows(dev, bases.ptr(), scal.ptr(), &flat).map(|_| ()))?;
+            let key = format!("{family}_2p{top}_flat");
+            line(&mut out, format!("{key:<18} {ms:>9.2} ms  c={} windows={} ({} accumulation threads; the planned MSM above: {}, resident {})",
+                flat.c, flat.windows, flat.accumulation_threads(), waves.accumulation_threads(),
+                dev.resident_threads(&curve.kernel("msm_accumulate"), 128).unwrap_or(0)));
             rep.results.push((key, ms));
         }
         // The largest size again under each requested window size (same kernels, other plans).
@@ -164,7 +176,7 @@ pub fn run_kernel_bench(dev: &GpuDevice, opts: &KernelBenchOptions) -> Result<Ke
             let mut pinned = dev.alloc_pinned(32 * n, "bench scalars")?;
             pinned.as_mut_slice()?.copy_from_slice(as_bytes(&random_scalars(n, rng.next_u64())));
             let mut dst = dev.alloc(32 * n, "bench scalars")?;
-            let plan = MsmPlan::new(n as u64, curve);
+            let plan = MsmPlan::on(dev, n as u64, curve);
             let ms = time_ms(dev, opts.reps, || {
                 dev.upload_pinned(&mut dst, &pinned, "bench scalars")?;
                 msm_windows(dev, bases.ptr(), dst.ptr(), &plan).map(|_| ())

@@ -136,6 +136,14 @@ impl GpuDevice {
         self.funcs.get(name).ok_or_else(|| backend_err(format!("kernel {name} is not loaded")))
     }
 
+    /// Threads of kernel `name` resident on the whole GPU at once with blocks of `block` threads
+    /// and no dynamic shared memory (the driver's occupancy × SMs × block); None if the driver
+    /// cannot say.
+    pub fn resident_threads(&self, name: &str, block: u32) -> Option<u64> {
+        let blocks = self.func(name).ok()?.occupancy_max_active_blocks_per_multiprocessor(block, 0, None).ok()?;
+        Some(blocks as u64 * self.sm_count as u64 * block as u64)
+    }
+
     /// Registers per thread and local-memory (spill) bytes of a kernel, from the driver.
     pub fn kernel_resources(&self, name: &str) -> Result<(i32, i32)> {
         let f = self.func(name)?;
