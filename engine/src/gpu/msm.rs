@@ -39,8 +39,20 @@ fn bucket_ps(curve: Curve) -> u64 {
         Curve::G2 => 4_500,
     }
 }
-/// Threads per block of the accumulation kernels (their `__launch_bounds__` in cuda-src/msm.cu).
-const ACCUMULATE_BLOCK: u32 = 128;
+/// Threads per block of a curve's accumulation kernel (at most its `__launch_bounds__`, 128, in
+/// cuda-src/msm.cu; the kernel indexes by global thread only). Smaller blocks can fit more warps
+/// per SM when registers are the limit (registers go per warp, blocks whole): a tuning switch
+/// for G2, `CUZK_G2_BLOCK` (32, 64 or 128; default 128), read once.
+pub fn accumulate_block(curve: Curve) -> u32 {
+    static G2: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    match curve {
+        Curve::G1 => 128,
+        Curve::G2 => *G2.get_or_init(|| match std::env::var("CUZK_G2_BLOCK").ok().and_then(|v| v.trim().parse::<u32>().ok()) {
+            Some(b @ (32 | 64 | 128)) => b,
+            _ => 128,
+        }),
+    }
+}
 
 /// The top window must keep at least this many bits: a narrow top window puts every point into a
 /// handful of buckets (2^22 points in 8 buckets at c = 18), which serialises their sums.
@@ -105,7 +117,7 @@ impl MsmPlan {
     /// GPU idle for one wave's time: ~3 % of the accumulation on an H200).
     pub fn on(dev: &GpuDevice, n: u64, curve: Curve) -> Self {
         let plan = Self::new(n, curve);
-        match dev.resident_threads(&curve.kernel("msm_accumulate"), ACCUMULATE_BLOCK) {
+        match dev.resident_threads(&curve.kernel("msm_accumulate"), accumulate_block(curve)) {
             Some(resident) if resident > 0 => plan.filling_waves(resident),
             _ => plan,
         }
@@ -229,7 +241,7 @@ pub fn msm_windows_queued(dev: &GpuDevice, bases: u64, scalars: u64, plan: &MsmP
     gpu_launch!(dev, "msm_scatter", grid(n, 256), &scalars, &cursor.ptr(), &sorted.ptr(), &n, &c, &windows)?;
     prof.mark("scan+scatter")?;
     drop((cursor, tile_sums, tile_offsets));
-    gpu_launch!(dev, &curve.kernel("msm_accumulate"), grid(threads, ACCUMULATE_BLOCK), &bases, &sorted.ptr(), &offsets.ptr(), &counts.ptr(),
+    gpu_launch!(dev, &curve.kernel("msm_accumulate"), grid(threads, accumulate_block(curve)), &bases, &sorted.ptr(), &offsets.ptr(), &counts.ptr(),
                 &bucket_sums.ptr(), &partials.ptr(), &n, &windows, &buckets, &per_thread)?;
     prof.mark("accumulate")?;
     gpu_launch!(dev, &curve.kernel("msm_fixup"), grid(threads, 128), &offsets.ptr(), &counts.ptr(), &bucket_sums.ptr(),
