@@ -314,7 +314,13 @@ impl Backend for PipelinedGpu {
 
     fn stage_through(&self, p: &Prepared, staging: &mut [&mut [u8]]) -> Result<Staged> {
         let busy = (0..staging.len()).map(|_| None).collect();
-        self.stage_from(p, &mut Src::Through { bufs: staging, busy, next: 0 })
+        let staged = self.stage_from(p, &mut Src::Through { bufs: staging, busy, next: 0 });
+        if staged.is_err() {
+            // Copies already queued may still read the staging buffers: the caller reuses them
+            // for the next partition only once they are done.
+            let _ = self.copy.synchronize();
+        }
+        staged
     }
 
     fn compute(&self, srs: &Srs, staged: Staged, t: &mut Timings) -> Result<Computed> {
