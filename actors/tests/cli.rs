@@ -57,6 +57,13 @@ fn bench_batch_prints_one_line_per_proof_and_the_mean_of_repeated_settings() {
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.iter().filter(|l| l.starts_with("proof ")).count(), 6, "{stdout}");
     assert_eq!(lines.iter().filter(|l| l.starts_with("summary gpu_workers=")).count(), 3);
+    // The steady-state rate of each run: positive, and no slower than the run's s/proof.
+    let steady: Vec<f64> = lines.iter().filter_map(|l| l.strip_prefix("steady gpu_workers=")).map(|l| l.split_whitespace().nth(1).unwrap().parse().unwrap()).collect();
+    assert_eq!(steady.len(), 3, "{stdout}");
+    let overall: Vec<f64> = lines.iter().filter_map(|l| l.strip_prefix("summary gpu_workers=")).map(|l| l.split_whitespace().nth(1).unwrap().parse().unwrap()).collect();
+    for (s, o) in steady.iter().zip(&overall) {
+        assert!(*s > 0.0 && *s <= *o + 0.001, "steady {s} s/proof against {o} overall");
+    }
     let runs = lines.iter().find(|l| l.starts_with("runs: ")).expect("a runs line");
     let run = |k: &str| -> Vec<f64> { runs.split_whitespace().filter_map(|w| w.strip_prefix(k)).map(|v| v.parse().unwrap()).collect() };
     let (gw1, gw2) = (run("gw1="), run("gw2="));

@@ -122,6 +122,14 @@ pub fn run(a: Args) -> Result<()> {
             status.vram[0].high_water,
             status.vram[0].capacity
         );
+        // The steady state: the first-to-last-kernel window per proof (the s/proof above also
+        // holds the start-up, i.e. the first job's synthesis, and the last job's collection).
+        let window_s = to.saturating_sub(from) as f64 / 1e6;
+        println!(
+            "steady gpu_workers={gw}: {:.3} s/proof over the {:.2} s from the first to the last kernel",
+            window_s / a.count.max(1) as f64,
+            window_s
+        );
         if let Some(d) = &a.timeline_dir {
             std::fs::create_dir_all(d)?;
             // One file per run: a setting measured twice keeps both timelines.
