@@ -147,7 +147,7 @@ pub fn copy_through(
     mut send: impl FnMut(usize, usize, &[u8]) -> Result<(), EngineError>,
 ) -> Result<(), EngineError> {
     let piece = staging.iter().map(|b| b.len()).min().unwrap_or(0);
-    if staging.is_empty() || piece == 0 {
+    if piece == 0 {
         return Err(EngineError::Other("staging through no (or empty) buffers".into()));
     }
     for (k, chunk) in src.chunks(piece).enumerate() {

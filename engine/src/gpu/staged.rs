@@ -134,8 +134,18 @@ impl PipelinedGpu {
         Ok(DeviceSplit { tail: self.put(as_bytes(&s.tail), what, src)?, n: s.tail.len() as u64, ones })
     }
 
-    /// Uploads a partition's inputs on the copy stream and waits for the copies.
+    /// Uploads a partition's inputs on the copy stream and waits for the copies, also when one
+    /// fails: the caller frees (or unpins, or reuses as staging) the host memory they read as
+    /// soon as this returns.
     fn stage_from(&self, p: &Prepared, src: &mut Src) -> Result<Staged> {
+        let staged = self.queue_uploads(p, src);
+        if staged.is_err() {
+            let _ = self.copy.synchronize();
+        }
+        staged
+    }
+
+    fn queue_uploads(&self, p: &Prepared, src: &mut Src) -> Result<Staged> {
         if p.msm_chunk.is_some() {
             // The small-memory tier: too large to stage whole; `compute` runs the heavy steps one
             // by one with the bases streamed in chunks.
@@ -254,7 +264,6 @@ impl Drop for QuietOnDrop<'_> {
 /// A partition whose kernels are queued on the kernel stream: everything they read or write
 /// stays alive until they are done (dropping it waits for them first).
 struct Pending {
-    ctx: Arc<cudarc::driver::CudaContext>,
     end: cudarc::driver::CudaEvent,
     /// Events between the steps, with the name of the step each one ends.
     marks: Vec<(&'static str, cudarc::driver::CudaEvent)>,
@@ -268,7 +277,7 @@ impl Drop for Pending {
     fn drop(&mut self) {
         // The fields (device buffers) drop after this: not before the kernels are done, and with
         // the context current on this thread (the collector's, or whoever drops a cancelled one).
-        let _ = self.ctx.bind_to_thread();
+        let _ = self.end.context().bind_to_thread();
         let _ = self.end.synchronize();
     }
 }
@@ -314,13 +323,7 @@ impl Backend for PipelinedGpu {
 
     fn stage_through(&self, p: &Prepared, staging: &mut [&mut [u8]]) -> Result<Staged> {
         let busy = (0..staging.len()).map(|_| None).collect();
-        let staged = self.stage_from(p, &mut Src::Through { bufs: staging, busy, next: 0 });
-        if staged.is_err() {
-            // Copies already queued may still read the staging buffers: the caller reuses them
-            // for the next partition only once they are done.
-            let _ = self.copy.synchronize();
-        }
-        staged
+        self.stage_from(p, &mut Src::Through { bufs: staging, busy, next: 0 })
     }
 
     fn compute(&self, srs: &Srs, staged: Staged, t: &mut Timings) -> Result<Computed> {
@@ -377,7 +380,7 @@ impl Backend for PipelinedGpu {
             let b_g2 = g1(&r.b_g2, &on.b_query, Curve::G2, "b_g2_msm", "b_g2_msm")?;
             let end = dev.mark()?;
             quiet.1 = false;
-            Pending { ctx: dev.ctx.clone(), end, marks, sums: Some((h, l, a, b_g1, b_g2)), _inputs: on, _resident: r, _domain: d }
+            Pending { end, marks, sums: Some((h, l, a, b_g1, b_g2)), _inputs: on, _resident: r, _domain: d }
         };
         // The next partition's kernels queue behind these on the same stream: the GPU runs one
         // partition at a time, with no gap between them.
@@ -390,7 +393,7 @@ impl Backend for PipelinedGpu {
             Ok(p) => p,
             Err(other) => return other.downcast::<Sums>().map(|s| *s).map_err(|_| backend_err("partition was computed by another backend")),
         };
-        p.ctx.bind_to_thread().map_err(|e| backend_err(format!("binding the GPU's context: {e:?}")))?;
+        p.end.context().bind_to_thread().map_err(|e| backend_err(format!("binding the GPU's context: {e:?}")))?;
         p.end.synchronize().map_err(|e| backend_err(format!("waiting for the partition's kernels: {e:?}")))?;
         // The steps as the GPU ran them, on the host clock.
         let k = &self.kernels;
