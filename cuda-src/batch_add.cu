@@ -1,5 +1,5 @@
 // Batch addition (the sum of the bases selected by a bitmap, i.e. the scalars equal to one) and
-// the generic fold of XYZZ partial sums used by batch addition and the MSM.
+// the generic fold of XYZZ partial sums (engine/src/gpu/fold.rs).
 
 // Thread t sums the set bits of bitmap words [t*wpt, (t+1)*wpt), skipping unset bits entirely so
 // all lanes of a warp do useful additions. Bits at or beyond n are ignored.

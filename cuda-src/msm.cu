@@ -12,9 +12,14 @@
 //    earlier share leaves this thread's part of it as the thread's "head partial".
 //    msm_fixup_*: the thread where a bucket starts adds the head partials of the threads it
 //    spills into.
-// 5. msm_bucket_reduce_*: per window, segments of buckets are reduced to sum_b (b+1) * S_b with
-//    running sums; the segment's weight offset is applied by double-and-add.
-// 6. reduce_sum_* (batch_add.cu) folds the segment results; the host combines the windows.
+// 5. msm_bucket_reduce_*: per window, segment s of len = 2^k buckets starting at lo = s * len is
+//    reduced with running sums to A_s = sum_{b in s} (b - lo + 1) S_b and Q_s = len * sum_{b in s} S_b
+//    (k doublings), so that the window sum sum_b (b + 1) S_b = sum_s (A_s + s * Q_s).
+// 6. msm_reduce_pairs_*: rounds that halve the terms of that sum: segments 2j and 2j + 1 become
+//    A'_j = A_2j + A_2j+1 + Q_2j+1 and Q'_j = 2 (Q_2j + Q_2j+1), and sum_j (A'_j + j * Q'_j) is the
+//    same sum; after the last round A_0 is the window sum. (Three additions and a doubling per
+//    pair: no per-segment double-and-add by lo, and a short serial tail.) The host combines the
+//    windows.
 
 #define NO_DIGIT 0xffffffffu
 
@@ -236,7 +241,7 @@ __device__ __forceinline__ void fixup(const u32* offsets, const u32* counts, u32
 }
 
 template <class F>
-__device__ __forceinline__ void bucket_reduce(const u32* buckets, u32* out, u32 nwin, u32 B, u32 nseg) {
+__device__ __forceinline__ void bucket_reduce(const u32* buckets, u32* a_out, u32* q_out, u32 nwin, u32 B, u32 nseg) {
     u64 idx = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (u64)nwin * nseg) return;
     u64 w = idx / nseg;
@@ -249,14 +254,33 @@ __device__ __forceinline__ void bucket_reduce(const u32* buckets, u32* out, u32 
         running = running.add(Xyzz<F>::load(bw + (u64)Xyzz<F>::WORDS * b));
         acc = acc.add(running);
     }
-    // acc += lo * running (double-and-add over the bits of lo).
-    Xyzz<F> mul = Xyzz<F>::inf();
-    for (int bit = 31; bit >= 0; bit--) {
-        mul = mul.dbl();
-        if ((lo >> bit) & 1) mul = mul.add(running);
+    acc.store(a_out + (u64)Xyzz<F>::WORDS * idx);
+    if (q_out == nullptr) return;  // one segment per window: A_0 is the window sum
+    for (u32 k = len; k > 1; k >>= 1) running = running.dbl();
+    running.store(q_out + (u64)Xyzz<F>::WORDS * idx);
+}
+
+// Thread (w, j) of a round over m terms per window (in: A and Q, w * m + i; out: ceil(m / 2)
+// terms per window, w * ceil(m / 2) + j). A missing term 2j + 1 is the point at infinity. q_out
+// may be null (the last round: one term per window, whose Q is not needed).
+template <class F>
+__device__ __forceinline__ void reduce_pairs(const u32* a_in, const u32* q_in, u32* a_out, u32* q_out, u32 nwin, u32 m) {
+    typedef Xyzz<F> X;
+    const u32 mo = (m + 1) / 2;
+    u64 idx = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (u64)nwin * mo) return;
+    u64 w = idx / mo;
+    u32 j = (u32)(idx - w * mo);
+    const u64 i0 = w * m + 2 * j;
+    X a = X::load(a_in + (u64)X::WORDS * i0);
+    X q = X::load(q_in + (u64)X::WORDS * i0);
+    if (2 * j + 1 < m) {
+        X q1 = X::load(q_in + (u64)X::WORDS * (i0 + 1));
+        a = a.add(X::load(a_in + (u64)X::WORDS * (i0 + 1))).add(q1);
+        q = q.add(q1);
     }
-    acc = acc.add(mul);
-    acc.store(out + (u64)Xyzz<F>::WORDS * idx);
+    a.store(a_out + (u64)X::WORDS * idx);
+    if (q_out != nullptr) q.dbl().store(q_out + (u64)X::WORDS * idx);
 }
 
 extern "C" __global__ void __launch_bounds__(128, CUZK_G1_MIN_BLOCKS) msm_accumulate_g1(const u32* bases, const u32* sorted, const u32* offsets,
@@ -275,9 +299,19 @@ extern "C" __global__ void __launch_bounds__(128) msm_fixup_g2(const u32* offset
         const u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
     fixup<Fp2>(offsets, counts, buckets, partials, n, nwin, B, per);
 }
-extern "C" __global__ void __launch_bounds__(128) msm_bucket_reduce_g1(const u32* buckets, u32* out, u32 nwin, u32 B, u32 nseg) {
-    bucket_reduce<Fp>(buckets, out, nwin, B, nseg);
+extern "C" __global__ void __launch_bounds__(128) msm_bucket_reduce_g1(const u32* buckets, u32* a_out, u32* q_out, u32 nwin, u32 B,
+        u32 nseg) {
+    bucket_reduce<Fp>(buckets, a_out, q_out, nwin, B, nseg);
 }
-extern "C" __global__ void __launch_bounds__(128) msm_bucket_reduce_g2(const u32* buckets, u32* out, u32 nwin, u32 B, u32 nseg) {
-    bucket_reduce<Fp2>(buckets, out, nwin, B, nseg);
+extern "C" __global__ void __launch_bounds__(128) msm_bucket_reduce_g2(const u32* buckets, u32* a_out, u32* q_out, u32 nwin, u32 B,
+        u32 nseg) {
+    bucket_reduce<Fp2>(buckets, a_out, q_out, nwin, B, nseg);
+}
+extern "C" __global__ void __launch_bounds__(128) msm_reduce_pairs_g1(const u32* a_in, const u32* q_in, u32* a_out, u32* q_out,
+        u32 nwin, u32 m) {
+    reduce_pairs<Fp>(a_in, q_in, a_out, q_out, nwin, m);
+}
+extern "C" __global__ void __launch_bounds__(128) msm_reduce_pairs_g2(const u32* a_in, const u32* q_in, u32* a_out, u32* q_out,
+        u32 nwin, u32 m) {
+    reduce_pairs<Fp2>(a_in, q_in, a_out, q_out, nwin, m);
 }

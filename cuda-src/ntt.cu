@@ -180,7 +180,8 @@ extern "C" __global__ void __launch_bounds__(256, CUZK_NTT_MIN_BLOCKS) ntt_pass(
 // Shared memory, in words. Data: word r of local element e at ntt2_row(r, RS) + ntt2_col(e),
 // RS = E + E/32, 8 RS + 16 words in all; rows 4..7 start 16 words later, so that the two 16-byte
 // halves of 16 consecutive elements (one warp's global access) fall in 32 different banks.
-// Twiddles follow: word r of slot s at r * TWS + s, TWS = E (slots < (2^t - 1) << lgL < E).
+// Twiddles follow: word r of slot s at r * TWS + s; TWS is 512 or 1024 in the radix-8 blocks
+// (the smaller that holds the (2^t - 1) << lgL slots; a constant), the slot count otherwise.
 __device__ __forceinline__ u32 ntt2_col(u32 e) { return e + (e >> 5); }
 __device__ __forceinline__ u32 ntt2_row(u32 r, u32 RS) { return r * RS + (r >= 4 ? 16u : 0u); }
 
@@ -301,16 +302,16 @@ __device__ __forceinline__ void ntt2_rounds(u32* sm, u32 RS, const u32* tsm, u32
 // ((((hiS << lgS) | st) << t | sp) << b) | (lg << lgL) | lo for block (hiS, lg).
 // NB > 0: blocks of E = 2^NB elements (t = 8 or 9) and E/8 threads, as constants; NB = 0:
 // anything, at run time.
-template <int NB>
+template <int NB, int TWS_FIXED>
 __device__ __forceinline__ void ntt2_pass(u32* sm, u32* __restrict__ data, const u32* __restrict__ tw, u32 logn, u32 b, u32 t,
                                           u32 lgL, u32 lgS, u32 dif, u32 inverse) {
     const u32 E = NB > 0 ? (1u << (NB > 0 ? NB : 0)) : ((1u << t) << lgL) << lgS;
     const u32 bd = NB > 0 ? E >> 3 : blockDim.x;
     const u32 RS = E + (E >> 5);
-    const u32 TWS = E;
     const u32 tid = threadIdx.x;
     const u32 L = 1u << lgL;
     const u32 TWN = ((1u << t) - 1) << lgL;
+    const u32 TWS = TWS_FIXED > 0 ? (u32)TWS_FIXED : TWN;  // a constant folds into the shared-memory offsets
     u32* const tsm = sm + 8 * RS + 16;
     const u32 lo_groups = (1u << b) >> lgL;
     const u64 blk = blockIdx.x;
@@ -394,16 +395,20 @@ __device__ __forceinline__ void ntt2_pass(u32* sm, u32* __restrict__ data, const
 }
 
 // Launch (engine/src/gpu/ntt.rs, `v2_shape`, `v2_threads`, `v2_smem_bytes`): blocks of
-// E = 2^(t + lgL + lgS) elements, E/8 threads (1 to 128), 4 · (8 RS + 16 + 8 E) bytes of
+// E = 2^(t + lgL + lgS) elements, E/8 threads (1 to 128), 4 · (8 RS + 16 + 8 TWS) bytes of
 // dynamic shared memory (RS = E + E/32; data and twiddle rows). The radix-8 path needs E = 2^10,
 // t = 9 or 8 and 128 threads; any other pass runs at run time.
 extern "C" __global__ void __launch_bounds__(NTT2_MAX_THREADS, CUZK_NTT2_MIN_BLOCKS)
 ntt_pass_v2(u32* __restrict__ data, const u32* __restrict__ tw, u32 logn, u32 b, u32 t, u32 lgL, u32 lgS, u32 dif, u32 inverse) {
     extern __shared__ u32 ntt2_sm[];
-    if (t + lgL + lgS == 10 && (t == 9 || t == 8) && blockDim.x == 128)
-        ntt2_pass<10>(ntt2_sm, data, tw, logn, b, t, lgL, lgS, dif, inverse);
-    else
-        ntt2_pass<0>(ntt2_sm, data, tw, logn, b, t, lgL, lgS, dif, inverse);
+    if (t + lgL + lgS == 10 && (t == 9 || t == 8) && blockDim.x == 128) {
+        if ((((1u << t) - 1) << lgL) <= 512)
+            ntt2_pass<10, 512>(ntt2_sm, data, tw, logn, b, t, lgL, lgS, dif, inverse);
+        else
+            ntt2_pass<10, 1024>(ntt2_sm, data, tw, logn, b, t, lgL, lgS, dif, inverse);
+    } else {
+        ntt2_pass<0, 0>(ntt2_sm, data, tw, logn, b, t, lgL, lgS, dif, inverse);
+    }
 }
 
 // tw[j] = w^j for j < count, from pows[k] = w^(2^k).

@@ -3,8 +3,8 @@
 //! carry chains), against blstrs: Fr, Fp, Fp2 add/sub/mul/square/negate on random values and the
 //! edges 0, 1, −1; Fr out of Montgomery form; G1 and G2 mixed and full XYZZ additions and
 //! doublings with the point at infinity, equal and opposite points; and the MSM kernels
-//! (cuda-src/msm.cu: digits, sort, equal-share accumulation with its fix-up, bucket reduction;
-//! the fold with batch_add.cu's reduce_sum) run one emulated thread at a time under explicit
+//! (cuda-src/msm.cu: digits, sort, equal-share accumulation with its fix-up, bucket reduction and
+//! its pair rounds; batch_add.cu's fold for batch addition) run one emulated thread at a time under explicit
 //! plans, and batch addition likewise. No GPU needed: the kernels' arithmetic and
 //! indexing are checked on every machine, and a change to them can be tried here before it costs
 //! device time. (The GPU tests run the same code on the device.)

@@ -6,7 +6,6 @@ use group::Group;
 
 use super::buf::DevBuf;
 use super::device::{grid, GpuDevice};
-use super::fold::fold;
 use super::points::{g1_from_xyzz, g2_from_xyzz, Curve};
 use super::{backend_err, Result};
 use crate::gpu_launch;
@@ -160,7 +159,9 @@ impl MsmPlan {
         // up per window), and never more than one per 16 points and window.
         let most = (w * self.n.div_ceil(16)).min(MAX_THREADS + w);
         let threads = (w * self.threads_per_window()).max(most);
-        4 * w * self.n + 3 * 4 * slots + 2 * 4 * w * self.tiles() as u64 + xyzz * (slots + threads + 2 * segs)
+        // Segment sums and weights (2 × segs) live beside the bucket sums; each pair round's
+        // output is half its input (at most segs more in all while the previous round's lives).
+        4 * w * self.n + 3 * 4 * slots + 2 * 4 * w * self.tiles() as u64 + xyzz * (slots + threads + 3 * segs)
     }
 
     /// Accumulation threads of this plan (all windows).
@@ -228,7 +229,8 @@ pub fn msm_windows_queued(dev: &GpuDevice, bases: u64, scalars: u64, plan: &MsmP
     let sorted = dev.alloc((n * windows as u64 * 4) as usize, "MSM sorted indices")?;
     let bucket_sums = dev.alloc_zeroed(slots as usize * curve.xyzz_bytes(), "MSM bucket sums")?;
     let partials = dev.alloc(threads as usize * curve.xyzz_bytes(), "MSM partial bucket sums")?;
-    let seg = dev.alloc((windows * segments) as usize * curve.xyzz_bytes(), "MSM segment sums")?;
+    let seg_a = dev.alloc((windows * segments) as usize * curve.xyzz_bytes(), "MSM segment sums")?;
+    let seg_q = if segments > 1 { Some(dev.alloc((windows * segments) as usize * curve.xyzz_bytes(), "MSM segment weights")?) } else { None };
 
     let prof = Profiler::new(dev);
     gpu_launch!(dev, "msm_histogram", grid(n, 256), &scalars, &counts.ptr(), &n, &c, &windows)?;
@@ -248,13 +250,32 @@ pub fn msm_windows_queued(dev: &GpuDevice, bases: u64, scalars: u64, plan: &MsmP
                 &partials.ptr(), &n, &windows, &buckets, &per_thread)?;
     prof.mark("fixup")?;
     drop((sorted, partials, offsets, counts));
-    gpu_launch!(dev, &curve.kernel("msm_bucket_reduce"), grid(windows as u64 * segments as u64, 128), &bucket_sums.ptr(), &seg.ptr(),
-                &windows, &buckets, &segments)?;
+    let q_ptr = seg_q.as_ref().map_or(0, |q| q.ptr());
+    gpu_launch!(dev, &curve.kernel("msm_bucket_reduce"), grid(windows as u64 * segments as u64, 128), &bucket_sums.ptr(), &seg_a.ptr(),
+                &q_ptr, &windows, &buckets, &segments)?;
     prof.mark("bucket reduce")?;
     drop(bucket_sums);
-    let folded = fold(dev, curve, seg, windows as u64, segments as u64)?;
-    prof.mark("fold")?;
-    Ok(folded)
+    let sums = reduce_pairs(dev, curve, seg_a, seg_q, windows, segments)?;
+    prof.mark("pair rounds")?;
+    Ok(sums)
+}
+
+/// The rounds of `msm_reduce_pairs` (cuda-src/msm.cu, step 6): `m` terms (A, Q) per window
+/// become one, A = the window's sum, in ceil(log2 m) rounds.
+fn reduce_pairs(dev: &GpuDevice, curve: Curve, mut a: DevBuf, mut q: Option<DevBuf>, windows: u32, mut m: u32) -> Result<DevBuf> {
+    let name = curve.kernel("msm_reduce_pairs");
+    while m > 1 {
+        let (Some(q_in), mo) = (q.take(), m.div_ceil(2)) else {
+            return Err(backend_err("MSM pair rounds without segment weights"));
+        };
+        let terms = windows as usize * mo as usize;
+        let a_out = dev.alloc(terms * curve.xyzz_bytes(), "MSM pair round sums")?;
+        let q_out = if mo > 1 { Some(dev.alloc(terms * curve.xyzz_bytes(), "MSM pair round weights")?) } else { None };
+        let q_out_ptr = q_out.as_ref().map_or(0, |b| b.ptr());
+        gpu_launch!(dev, &name, grid(terms as u64, 128), &a.ptr(), &q_in.ptr(), &a_out.ptr(), &q_out_ptr, &windows, &m)?;
+        (a, q, m) = (a_out, q_out, mo);
+    }
+    Ok(a)
 }
 
 /// Σ_w 2^(c·w) · W_w, by Horner from the top window.

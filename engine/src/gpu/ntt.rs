@@ -125,8 +125,20 @@ const V2_BLOCK_BITS: u32 = 10;
 /// An `ntt_pass_v2` block of the pass (b, t) of 2^log_n: `(lgL, lgS)`, 2^lgL consecutive low
 /// indices (as many as fit beside the 2^t stage positions in 2^10 elements) times 2^lgS groups
 /// of the higher bits (whatever is still missing, as far as there are higher bits).
+///
+/// A tuning switch, `CUZK_NTT_V2_GROUPS=1` (read once), prefers groups of the higher bits to low
+/// indices: groups share their twiddles, so a block of 2^9 stage positions times 2 groups keeps
+/// half the twiddles in shared memory (50 KiB a block instead of 66.6 KiB: four blocks an SM
+/// where registers allow), at the price of global runs of one element (32 bytes) in the passes
+/// with b > 0.
 fn v2_shape(log_n: u32, b: u32, t: u32) -> (u32, u32) {
+    static GROUPS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let groups = *GROUPS.get_or_init(|| std::env::var("CUZK_NTT_V2_GROUPS").is_ok_and(|v| v.trim() == "1"));
     let room = V2_BLOCK_BITS.saturating_sub(t);
+    if groups {
+        let lg_s = room.min(log_n - b - t);
+        return ((room - lg_s).min(b), lg_s);
+    }
     let lg_l = b.min(room);
     let lg_s = (room - lg_l).min(log_n - b - t);
     (lg_l, lg_s)
@@ -137,11 +149,25 @@ fn v2_threads(elems: u64) -> u32 {
     (elems / 8).clamp(1, 128) as u32
 }
 
-/// Dynamic shared memory of an `ntt_pass_v2` block of `elems` elements: 8 data rows of
-/// E + E/32 words (+ 16), 8 twiddle rows of E words.
-fn v2_smem_bytes(elems: u64) -> u32 {
+/// Dynamic shared memory of an `ntt_pass_v2` block of the pass (b, t) of 2^log_n: 8 data rows of
+/// E + E/32 words (+ 16), 8 twiddle rows of `v2_twiddle_row` words.
+fn v2_smem_bytes(log_n: u32, b: u32, t: u32) -> u32 {
+    let (lg_l, lg_s) = v2_shape(log_n, b, t);
+    let elems = 1u64 << (t + lg_l + lg_s);
     let rs = elems + elems / 32;
-    (4 * (8 * rs + 16 + 8 * elems)) as u32
+    (4 * (8 * rs + 16 + 8 * v2_twiddle_row(t, lg_l, elems) as u64)) as u32
+}
+
+/// Words per twiddle row in an `ntt_pass_v2` block: the block's (2^t - 1) · 2^lgL twiddle slots,
+/// rounded up to 512 or 1024 in the radix-8 blocks (the kernel's constant row stride there).
+fn v2_twiddle_row(t: u32, lg_l: u32, elems: u64) -> u32 {
+    let twn = ((1u32 << t) - 1) << lg_l;
+    let radix8 = elems == 1 << V2_BLOCK_BITS && (t == 9 || t == 8) && v2_threads(elems) == 128;
+    match radix8 {
+        true if twn <= 512 => 512,
+        true => 1024,
+        false => twn,
+    }
 }
 
 /// In-place radix-2 transform of `data` (2^log_n Fr elements). DIF: natural order in, bit-reversed
@@ -165,7 +191,7 @@ pub fn ntt_in_place_with(dev: &GpuDevice, data: u64, tw: &DevBuf, log_n: u32, di
     if kernel == NttKernel::V2 {
         // Above 48 KiB a block's dynamic shared memory must be allowed explicitly; the largest
         // carveout lets three blocks of 2^10 elements (65 KiB each) share an SM.
-        let most = passes.iter().map(|&(b, t)| v2_smem_bytes(v2_elems(b, t))).max().unwrap_or(0);
+        let most = passes.iter().map(|&(b, t)| v2_smem_bytes(log_n, b, t)).max().unwrap_or(0);
         if most > 48 * 1024 {
             let f = dev.func("ntt_pass_v2")?;
             dev.ctx.bind_to_thread().map_err(|e| backend_err(format!("binding the context for ntt_pass_v2: {e:?}")))?;
@@ -192,7 +218,7 @@ pub fn ntt_in_place_with(dev: &GpuDevice, data: u64, tw: &DevBuf, log_n: u32, di
                 let cfg = LaunchConfig {
                     grid_dim: (blocks as u32, 1, 1),
                     block_dim: (v2_threads(elems), 1, 1),
-                    shared_mem_bytes: v2_smem_bytes(elems),
+                    shared_mem_bytes: v2_smem_bytes(log_n, b, t),
                 };
                 gpu_launch!(dev, "ntt_pass_v2", cfg, &data, &tw.ptr(), &log_n, &b, &t, &lg_l, &lg_s, &dif_u, &inv_u)?;
             }
@@ -409,10 +435,10 @@ mod model {
             let e_n = 1u32 << nb;
             let bd = v2_threads(e_n as u64);
             let rs = e_n + (e_n >> 5);
-            let tws = e_n;
             let l = 1u32 << lg_l;
             let twn = ((1u32 << t) - 1) << lg_l;
-            let smem_words = v2_smem_bytes(e_n as u64) as usize / 4;
+            let tws = v2_twiddle_row(t, lg_l, e_n as u64);
+            let smem_words = v2_smem_bytes(log_n, b, t) as usize / 4;
             let tsm = 8 * rs + 16;
             let mut sm: Vec<Option<u32>> = vec![None; smem_words];
             let lg = (blk % ((1u64 << b) >> lg_l)) as u32;

@@ -3,7 +3,7 @@
 // u32 per, u32 nseg`:
 // - kind 1 (G1) / 2 (G2), an MSM: n affine bases and n scalars (Montgomery form) follow; runs the
 //   MSM's kernels one thread at a time (the bucket-offset scans computed here, the segment sums
-//   folded as fold.rs does with reduce_sum) and writes each window's sum as XYZZ, window 0 first;
+//   reduced in pair rounds as msm.rs does) and writes each window's sum as XYZZ, window 0 first;
 // - kind 3 (G1) / 4 (G2), a batch addition: n affine bases and ceil(n/64) bitmap words follow
 //   (`per` = bitmap words per thread); writes the XYZZ sum of the selected bases.
 
@@ -79,12 +79,25 @@ bool msm(u32 c, u64 n, u32 per, u32 nseg) {
         if (g1) msm_fixup_g1(offsets.data(), counts.data(), buckets.data(), partials.data(), n, W, B, per);
         else msm_fixup_g2(offsets.data(), counts.data(), buckets.data(), partials.data(), n, W, B, per);
     });
+    // msm.rs: the segment sums and weights (no weights for one segment), then the pair rounds.
+    std::vector<u32> weights((u64)W * nseg * X::WORDS);
+    u32* q = nseg > 1 ? weights.data() : nullptr;
     launch((u64)W * nseg, [&] {
-        if (g1) msm_bucket_reduce_g1(buckets.data(), segs.data(), W, B, nseg);
-        else msm_bucket_reduce_g2(buckets.data(), segs.data(), W, B, nseg);
+        if (g1) msm_bucket_reduce_g1(buckets.data(), segs.data(), q, W, B, nseg);
+        else msm_bucket_reduce_g2(buckets.data(), segs.data(), q, W, B, nseg);
     });
-    std::vector<u32> out = fold<F>(segs, W, nseg);
-    return fwrite(out.data(), 4, (u64)W * X::WORDS, stdout) == (u64)W * X::WORDS;
+    for (u32 m = nseg; m > 1; m = (m + 1) / 2) {
+        const u32 mo = (m + 1) / 2;
+        std::vector<u32> a2((u64)W * mo * X::WORDS), q2(mo > 1 ? (u64)W * mo * X::WORDS : 0);
+        u32* q2p = mo > 1 ? q2.data() : nullptr;
+        launch((u64)W * mo, [&] {
+            if (g1) msm_reduce_pairs_g1(segs.data(), weights.data(), a2.data(), q2p, W, m);
+            else msm_reduce_pairs_g2(segs.data(), weights.data(), a2.data(), q2p, W, m);
+        });
+        segs = a2;
+        weights = q2;
+    }
+    return fwrite(segs.data(), 4, (u64)W * X::WORDS, stdout) == (u64)W * X::WORDS;
 }
 
 int main() {
