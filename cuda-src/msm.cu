@@ -177,40 +177,52 @@ __device__ __forceinline__ u32 bucket_at(const u32* ow, u32 B, u32 p) {
     return lo;
 }
 
-template <class F, bool INLINE>
+// LOCKSTEP: every thread of the block runs `per` rounds (idle ones too, doing nothing) with a
+// barrier after each, so the block's warps walk the long, fully inlined addition together and
+// share the instruction cache instead of missing it at different places (one block per SM:
+// `msm_accumulate_g1_lockstep` 512 threads, `msm_accumulate_g2_lockstep` 256).
+template <class F, bool INLINE, bool LOCKSTEP>
 __device__ __forceinline__ void accumulate(const u32* bases, const u32* sorted, const u32* offsets, const u32* counts,
                                            u32* buckets, u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
     const u64 tpw = (n + per - 1) / per;  // threads per window
     const u64 idx = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= tpw * nwin) return;
-    const u64 w = idx / tpw;
+    bool live = idx < tpw * nwin;
+    if (!LOCKSTEP && !live) return;
+    const u64 w = live ? idx / tpw : 0;
     const u32 t = (u32)(idx - w * tpw);
     const u32* ow = offsets + w * B;
     const u32* cw = counts + w * B;
-    const u32 total = ow[B - 1] + cw[B - 1];
-    const u32 lo = t * per;
-    if (lo >= total) return;
-    const u32 hi = min(lo + per, total);
+    const u32 total = live ? ow[B - 1] + cw[B - 1] : 0;
+    const u32 lo = live ? t * per : 0;
+    live = live && lo < total;
+    if (!LOCKSTEP && !live) return;
+    const u32 hi = live ? min(lo + per, total) : lo;
     const u32* list = sorted + w * n;
     u32* bw = buckets + (u64)Xyzz<F>::WORDS * (w * B);
 
-    u32 b = bucket_at(ow, B, lo);
-    bool head = ow[b] < lo;  // the run continues a bucket that began in an earlier share
-    u32 run_end = ow[b] + cw[b];
+    u32 b = live ? bucket_at(ow, B, lo) : 0;
+    bool head = live && ow[b] < lo;  // the run continues a bucket that began in an earlier share
+    u32 run_end = live ? ow[b] + cw[b] : 0;
     Xyzz<F> acc = Xyzz<F>::inf();
-    for (u32 p = lo; p < hi; p++) {
-        if (p == run_end) {
-            if (head) { acc.store(partials + (u64)Xyzz<F>::WORDS * idx); head = false; }
-            else acc.store(bw + (u64)Xyzz<F>::WORDS * b);
-            acc = Xyzz<F>::inf();
-            do { b++; } while (b < B - 1 && cw[b] == 0);
-            run_end = ow[b] + cw[b];
+    const u32 rounds = LOCKSTEP ? per : hi - lo;
+    for (u32 k = 0; k < rounds; k++) {
+        const u32 p = lo + k;
+        if (p < hi) {
+            if (p == run_end) {
+                if (head) { acc.store(partials + (u64)Xyzz<F>::WORDS * idx); head = false; }
+                else acc.store(bw + (u64)Xyzz<F>::WORDS * b);
+                acc = Xyzz<F>::inf();
+                do { b++; } while (b < B - 1 && cw[b] == 0);
+                run_end = ow[b] + cw[b];
+            }
+            u32 e = list[p];
+            Affine<F> pt = Affine<F>::load(bases + (u64)Affine<F>::WORDS * (e & 0x7fffffffu));
+            if (e & 0x80000000u) pt = pt.neg();
+            acc = INLINE ? acc.add_affine_inline(pt) : acc.add_affine(pt);
         }
-        u32 e = list[p];
-        Affine<F> pt = Affine<F>::load(bases + (u64)Affine<F>::WORDS * (e & 0x7fffffffu));
-        if (e & 0x80000000u) pt = pt.neg();
-        acc = INLINE ? acc.add_affine_inline(pt) : acc.add_affine(pt);
+        if (LOCKSTEP) __syncthreads();
     }
+    if (!live) return;
     if (head) acc.store(partials + (u64)Xyzz<F>::WORDS * idx);
     else acc.store(bw + (u64)Xyzz<F>::WORDS * b);
 }
@@ -240,6 +252,13 @@ __device__ __forceinline__ void fixup(const u32* offsets, const u32* counts, u32
     acc.store(slot);
 }
 
+// running += *p; acc += running (a call: the two sums stay in the caller's frame).
+template <class F>
+__device__ __noinline__ void reduce_step(Xyzz<F>& running, Xyzz<F>& acc, const u32* p) {
+    running = running.add(Xyzz<F>::load(p));
+    acc = acc.add(running);
+}
+
 template <class F>
 __device__ __forceinline__ void bucket_reduce(const u32* buckets, u32* a_out, u32* q_out, u32 nwin, u32 B, u32 nseg) {
     u64 idx = (u64)blockIdx.x * blockDim.x + threadIdx.x;
@@ -250,14 +269,26 @@ __device__ __forceinline__ void bucket_reduce(const u32* buckets, u32* a_out, u3
     u32 lo = s * len;
     const u32* bw = buckets + (u64)Xyzz<F>::WORDS * (w * B);
     Xyzz<F> running = Xyzz<F>::inf(), acc = Xyzz<F>::inf();
-    for (u32 b = lo + len; b-- > lo;) {
-        running = running.add(Xyzz<F>::load(bw + (u64)Xyzz<F>::WORDS * b));
-        acc = acc.add(running);
-    }
+    for (u32 b = lo + len; b-- > lo;) reduce_step(running, acc, bw + (u64)Xyzz<F>::WORDS * b);
     acc.store(a_out + (u64)Xyzz<F>::WORDS * idx);
     if (q_out == nullptr) return;  // one segment per window: A_0 is the window sum
     for (u32 k = len; k > 1; k >>= 1) running = running.dbl();
     running.store(q_out + (u64)Xyzz<F>::WORDS * idx);
+}
+
+// One pair (or a lone last term when !two) of a round; a call, like reduce_step, so that the
+// kernel keeps few registers.
+template <class F>
+__device__ __noinline__ void pair_step(const u32* a_in, const u32* q_in, bool two, u32* a_out, u32* q_out) {
+    typedef Xyzz<F> X;
+    if (q_out != nullptr) {
+        X q = X::load(q_in);
+        if (two) q = q.add(X::load(q_in + X::WORDS));
+        q.dbl().store(q_out);
+    }
+    X a = X::load(a_in);  // (Q_2j+1 is read twice, so that at most two points are live)
+    if (two) a = a.add(X::load(a_in + X::WORDS)).add(X::load(q_in + X::WORDS));
+    a.store(a_out);
 }
 
 // Thread (w, j) of a round over m terms per window (in: A and Q, w * m + i; out: ceil(m / 2)
@@ -272,24 +303,25 @@ __device__ __forceinline__ void reduce_pairs(const u32* a_in, const u32* q_in, u
     u64 w = idx / mo;
     u32 j = (u32)(idx - w * mo);
     const u64 i0 = w * m + 2 * j;
-    X a = X::load(a_in + (u64)X::WORDS * i0);
-    X q = X::load(q_in + (u64)X::WORDS * i0);
-    if (2 * j + 1 < m) {
-        X q1 = X::load(q_in + (u64)X::WORDS * (i0 + 1));
-        a = a.add(X::load(a_in + (u64)X::WORDS * (i0 + 1))).add(q1);
-        q = q.add(q1);
-    }
-    a.store(a_out + (u64)X::WORDS * idx);
-    if (q_out != nullptr) q.dbl().store(q_out + (u64)X::WORDS * idx);
+    pair_step<F>(a_in + (u64)X::WORDS * i0, q_in + (u64)X::WORDS * i0, 2 * j + 1 < m, a_out + (u64)X::WORDS * idx,
+                 q_out == nullptr ? nullptr : q_out + (u64)X::WORDS * idx);
 }
 
 extern "C" __global__ void __launch_bounds__(128, CUZK_G1_MIN_BLOCKS) msm_accumulate_g1(const u32* bases, const u32* sorted, const u32* offsets,
         const u32* counts, u32* buckets, u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
-    accumulate<Fp, true>(bases, sorted, offsets, counts, buckets, partials, n, nwin, B, per);
+    accumulate<Fp, true, false>(bases, sorted, offsets, counts, buckets, partials, n, nwin, B, per);
+}
+extern "C" __global__ void __launch_bounds__(512, 1) msm_accumulate_g1_lockstep(const u32* bases, const u32* sorted, const u32* offsets,
+        const u32* counts, u32* buckets, u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
+    accumulate<Fp, true, true>(bases, sorted, offsets, counts, buckets, partials, n, nwin, B, per);
 }
 extern "C" __global__ void CUZK_G2_BOUNDS msm_accumulate_g2(const u32* bases, const u32* sorted, const u32* offsets,
         const u32* counts, u32* buckets, u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
-    accumulate<Fp2, false>(bases, sorted, offsets, counts, buckets, partials, n, nwin, B, per);
+    accumulate<Fp2, false, false>(bases, sorted, offsets, counts, buckets, partials, n, nwin, B, per);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) msm_accumulate_g2_lockstep(const u32* bases, const u32* sorted, const u32* offsets,
+        const u32* counts, u32* buckets, u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
+    accumulate<Fp2, false, true>(bases, sorted, offsets, counts, buckets, partials, n, nwin, B, per);
 }
 extern "C" __global__ void __launch_bounds__(128) msm_fixup_g1(const u32* offsets, const u32* counts, u32* buckets,
         const u32* partials, u64 n, u32 nwin, u32 B, u32 per) {

@@ -38,18 +38,30 @@ fn bucket_ps(curve: Curve) -> u64 {
         Curve::G2 => 4_500,
     }
 }
-/// Threads per block of a curve's accumulation kernel (at most its `__launch_bounds__`, 128, in
-/// cuda-src/msm.cu; the kernel indexes by global thread only). Smaller blocks can fit more warps
-/// per SM when registers are the limit (registers go per warp, blocks whole): a tuning switch
-/// for G2, `CUZK_G2_BLOCK` (32, 64 or 128; default 128), read once.
-pub fn accumulate_block(curve: Curve) -> u32 {
+/// A curve's accumulation kernel and its threads per block (at most its `__launch_bounds__` in
+/// cuda-src/msm.cu; the kernels index by global thread only). Tuning switches, read once:
+/// - `CUZK_MSM_LOCKSTEP` (`g1`, `g2` or `1` for both): the lockstep kernels, one block per SM
+///   (512 threads for G1, 256 for G2) whose warps take every addition together (a barrier
+///   each), so that they share the instruction cache.
+/// - `CUZK_G2_BLOCK` (32, 64 or 128; default 128): smaller blocks can fit more warps per SM when
+///   registers are the limit (registers go per warp, blocks whole).
+pub fn accumulate_kernel(curve: Curve) -> (&'static str, u32) {
+    static LOCKSTEP: std::sync::OnceLock<(bool, bool)> = std::sync::OnceLock::new();
     static G2: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    let (g1, g2) = *LOCKSTEP.get_or_init(|| match std::env::var("CUZK_MSM_LOCKSTEP").ok().as_deref().map(str::trim) {
+        Some("1") => (true, true),
+        Some("g1") => (true, false),
+        Some("g2") => (false, true),
+        _ => (false, false),
+    });
     match curve {
-        Curve::G1 => 128,
-        Curve::G2 => *G2.get_or_init(|| match std::env::var("CUZK_G2_BLOCK").ok().and_then(|v| v.trim().parse::<u32>().ok()) {
+        Curve::G1 if g1 => ("msm_accumulate_g1_lockstep", 512),
+        Curve::G1 => ("msm_accumulate_g1", 128),
+        Curve::G2 if g2 => ("msm_accumulate_g2_lockstep", 256),
+        Curve::G2 => ("msm_accumulate_g2", *G2.get_or_init(|| match std::env::var("CUZK_G2_BLOCK").ok().and_then(|v| v.trim().parse::<u32>().ok()) {
             Some(b @ (32 | 64 | 128)) => b,
             _ => 128,
-        }),
+        })),
     }
 }
 
@@ -116,7 +128,8 @@ impl MsmPlan {
     /// GPU idle for one wave's time: ~3 % of the accumulation on an H200).
     pub fn on(dev: &GpuDevice, n: u64, curve: Curve) -> Self {
         let plan = Self::new(n, curve);
-        match dev.resident_threads(&curve.kernel("msm_accumulate"), accumulate_block(curve)) {
+        let (kernel, block) = accumulate_kernel(curve);
+        match dev.resident_threads(kernel, block) {
             Some(resident) if resident > 0 => plan.filling_waves(resident),
             _ => plan,
         }
@@ -243,7 +256,8 @@ pub fn msm_windows_queued(dev: &GpuDevice, bases: u64, scalars: u64, plan: &MsmP
     gpu_launch!(dev, "msm_scatter", grid(n, 256), &scalars, &cursor.ptr(), &sorted.ptr(), &n, &c, &windows)?;
     prof.mark("scan+scatter")?;
     drop((cursor, tile_sums, tile_offsets));
-    gpu_launch!(dev, &curve.kernel("msm_accumulate"), grid(threads, accumulate_block(curve)), &bases, &sorted.ptr(), &offsets.ptr(), &counts.ptr(),
+    let (acc_kernel, acc_block) = accumulate_kernel(curve);
+    gpu_launch!(dev, acc_kernel, grid(threads, acc_block), &bases, &sorted.ptr(), &offsets.ptr(), &counts.ptr(),
                 &bucket_sums.ptr(), &partials.ptr(), &n, &windows, &buckets, &per_thread)?;
     prof.mark("accumulate")?;
     gpu_launch!(dev, &curve.kernel("msm_fixup"), grid(threads, 128), &offsets.ptr(), &counts.ptr(), &bucket_sums.ptr(),

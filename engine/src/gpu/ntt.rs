@@ -122,20 +122,23 @@ fn lg_low(b: u32) -> u32 {
 /// log2 of the elements of an `ntt_pass_v2` block where the transform has them.
 const V2_BLOCK_BITS: u32 = 10;
 
-/// An `ntt_pass_v2` block of the pass (b, t) of 2^log_n: `(lgL, lgS)`, 2^lgL consecutive low
-/// indices (as many as fit beside the 2^t stage positions in 2^10 elements) times 2^lgS groups
-/// of the higher bits (whatever is still missing, as far as there are higher bits).
-///
-/// A tuning switch, `CUZK_NTT_V2_GROUPS=1` (read once), prefers groups of the higher bits to low
-/// indices: groups share their twiddles, so a block of 2^9 stage positions times 2 groups keeps
-/// half the twiddles in shared memory (50 KiB a block instead of 66.6 KiB: four blocks an SM
-/// where registers allow), at the price of global runs of one element (32 bytes) in the passes
-/// with b > 0.
+/// An `ntt_pass_v2` block of the pass (b, t) of 2^log_n: `(lgL, lgS)`, 2^lgS groups of the
+/// higher bits (as many as fit beside the 2^t stage positions in 2^10 elements, as far as there
+/// are higher bits) times 2^lgL consecutive low indices (whatever is still missing). Groups share
+/// their twiddles, so a block of 2^9 stage positions times 2 groups holds half the twiddles of
+/// one with 2 low indices: 50 KiB of shared memory instead of 66.6 KiB, four blocks an SM with
+/// 128 registers (−7 % at 2^27 on an H200), at the price of global runs of one element (32
+/// bytes, a whole sector) in the passes with b > 0. `CUZK_NTT_V2_GROUPS=0` (read once) prefers
+/// low indices instead, the first shape of this kernel.
 fn v2_shape(log_n: u32, b: u32, t: u32) -> (u32, u32) {
     static GROUPS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let groups = *GROUPS.get_or_init(|| std::env::var("CUZK_NTT_V2_GROUPS").is_ok_and(|v| v.trim() == "1"));
+    let groups = *GROUPS.get_or_init(|| std::env::var("CUZK_NTT_V2_GROUPS").map_or(true, |v| v.trim() != "0"));
+    v2_shape_of(log_n, b, t, groups)
+}
+
+fn v2_shape_of(log_n: u32, b: u32, t: u32, groups_first: bool) -> (u32, u32) {
     let room = V2_BLOCK_BITS.saturating_sub(t);
-    if groups {
+    if groups_first {
         let lg_s = room.min(log_n - b - t);
         return ((room - lg_s).min(b), lg_s);
     }
@@ -838,22 +841,28 @@ mod tests {
                 }
             }
         }
-        // The passes of 2^27: (18, 9) with 2 low indices, (9, 9) likewise, (0, 9) with 2 groups.
-        let shapes: Vec<(u32, u32)> = plan(27, true).iter().map(|&(b, t)| v2_shape(27, b, t)).collect();
-        assert_eq!(shapes, vec![(1, 0), (1, 0), (0, 1)]);
+        // The passes of 2^27: (18, 9) with 2 low indices (no higher bits), (9, 9) and (0, 9)
+        // with 2 groups; low indices first: 2 low indices in (9, 9) too.
+        let shapes = |g: bool| -> Vec<(u32, u32)> { plan(27, true).iter().map(|&(b, t)| v2_shape_of(27, b, t, g)).collect() };
+        assert_eq!(shapes(true), vec![(1, 0), (0, 1), (0, 1)]);
+        assert_eq!(shapes(false), vec![(1, 0), (1, 0), (0, 1)]);
     }
 
-    /// The blocks of 2^10 elements (t = 9, two low indices) are conflict-free in every round.
+    /// The blocks of 2^10 elements (t = 9; two low indices, or two groups) are conflict-free in
+    /// every round.
     #[test]
     fn v2_blocks_of_2p10_are_bank_conflict_free() {
         let mut rng = ChaCha20Rng::seed_from_u64(7);
-        for dif in [true, false] {
-            let pass = Pass { log_n: 18, b: 9, t: 9, dif, inverse: false };
-            assert!(pass.radix8() && pass.elems() == 1024);
-            let mut data = random(&mut rng, 1 << 18);
-            let mut banks = Banks::default();
-            pass.run_block(&mut data, &PowTable::new(18), 5, Some(&mut banks));
-            assert!(banks.worst.values().all(|&d| d == 1), "{:?}", banks.worst);
+        // 2^18: no higher bits, so two low indices; 2^19: two groups of the higher bits.
+        for (log_n, lg_l) in [(18, 1), (19, 0)] {
+            for dif in [true, false] {
+                let pass = Pass { log_n, b: 9, t: 9, dif, inverse: false };
+                assert!(pass.radix8() && pass.elems() == 1024 && pass.lg_l() == lg_l);
+                let mut data = random(&mut rng, 1 << log_n);
+                let mut banks = Banks::default();
+                pass.run_block(&mut data, &PowTable::new(log_n), 5, Some(&mut banks));
+                assert!(banks.worst.values().all(|&d| d == 1), "2^{log_n}: {:?}", banks.worst);
+            }
         }
     }
 
