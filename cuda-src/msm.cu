@@ -319,6 +319,15 @@ extern "C" __global__ void CUZK_G2_BOUNDS msm_accumulate_g2(const u32* bases, co
         const u32* counts, u32* buckets, u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
     accumulate<Fp2, false, false>(bases, sorted, offsets, counts, buckets, partials, n, nwin, B, per);
 }
+// The G2 addition expanded in the loop (its Fp2 products stay calls), a tuning variant.
+extern "C" __global__ void CUZK_G2_BOUNDS msm_accumulate_g2_inline(const u32* bases, const u32* sorted, const u32* offsets,
+        const u32* counts, u32* buckets, u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
+    accumulate<Fp2, true, false>(bases, sorted, offsets, counts, buckets, partials, n, nwin, B, per);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) msm_accumulate_g2_inline_lockstep(const u32* bases, const u32* sorted,
+        const u32* offsets, const u32* counts, u32* buckets, u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
+    accumulate<Fp2, true, true>(bases, sorted, offsets, counts, buckets, partials, n, nwin, B, per);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) msm_accumulate_g2_lockstep(const u32* bases, const u32* sorted, const u32* offsets,
         const u32* counts, u32* buckets, u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
     accumulate<Fp2, false, true>(bases, sorted, offsets, counts, buckets, partials, n, nwin, B, per);

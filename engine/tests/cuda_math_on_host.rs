@@ -285,7 +285,7 @@ fn msm_kernels_match_blstrs_on_the_host() {
     let s: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
     let want: G2Projective = pts.iter().zip(s.iter()).map(|(p, k)| p * k).sum();
     for (c, per) in [(4, 5), (11, 1)] {
-        for kind in [2, 6] {
+        for kind in [2, 6, 8] {
             let raw = host_msm(&exe, kind, c, per, as_bytes(&bases), &s);
             let got = combine(raw.chunks_exact(384).map(g2_from_xyzz).collect(), c);
             assert_eq!(got, want, "G2 MSM on the host (kind {kind}), c = {c}, {per} points per thread");

@@ -21,47 +21,58 @@ pub const MAX_WINDOW_BITS: u32 = 24;
 const TARGET_THREADS: u64 = 1 << 18;
 const MAX_THREADS: u64 = TARGET_THREADS * 5 / 4;
 /// The cost model, in picoseconds on an H200, fitted to `CUZK_MSM_PROFILE` phase times and window
-/// sweeps (G1 at 2^24 and 2^26, G2 at 2^24; c = 16, 20, 22). Per point and window: the sort
-/// (its counters leave the L2 cache beyond 16-bit windows, so it grows with c) and one mixed
-/// addition (a little dearer with smaller buckets); per bucket: the running-sum reduction.
+/// sweeps (G1 at 2^24 and 2^26, G2 at 2^24; c = 16, 20, 22; the additions and reduction refitted
+/// to the lockstep G1 accumulation and the pair-round reduction, 2026-12-01). Per point and
+/// window: the sort (its counters leave the L2 cache beyond 16-bit windows, so it grows with c)
+/// and one mixed addition (a little dearer with smaller buckets); per bucket: the reduction.
 fn point_window_ps(c: u32, curve: Curve) -> u64 {
     let wide = c.saturating_sub(16) as u64;
     let add = match curve {
-        Curve::G1 => 504,
-        Curve::G2 => 2000,
+        Curve::G1 => 430,
+        Curve::G2 => 1_750,
     };
     55 + 12 * wide + add * (40 + wide) / 40
 }
 fn bucket_ps(curve: Curve) -> u64 {
     match curve {
-        Curve::G1 => 3_300,
-        Curve::G2 => 4_500,
+        Curve::G1 => 2_600,
+        Curve::G2 => 5_700,
     }
 }
 /// A curve's accumulation kernel and its threads per block (at most its `__launch_bounds__` in
-/// cuda-src/msm.cu; the kernels index by global thread only). Tuning switches, read once:
-/// - `CUZK_MSM_LOCKSTEP` (`g1`, `g2` or `1` for both): the lockstep kernels, one block per SM
-///   (512 threads for G1, 256 for G2) whose warps take every addition together (a barrier
-///   each), so that they share the instruction cache.
+/// cuda-src/msm.cu; the kernels index by global thread only). Switches, read once:
+/// - `CUZK_MSM_LOCKSTEP` (`g1`, the default; `g2`; `1` for both; `0` for neither): the lockstep
+///   kernels, one block per SM (512 threads for G1, 256 for G2) whose warps take every addition
+///   together (a barrier each), so that they share the instruction cache. G1's fully inlined
+///   addition gains 13 % at 2^26 on an H200; G2's, made of calls, loses 5 %.
+/// - `CUZK_G2_INLINE=1`: the G2 addition expanded in the loop (its Fp2 products stay calls).
 /// - `CUZK_G2_BLOCK` (32, 64 or 128; default 128): smaller blocks can fit more warps per SM when
 ///   registers are the limit (registers go per warp, blocks whole).
 pub fn accumulate_kernel(curve: Curve) -> (&'static str, u32) {
-    static LOCKSTEP: std::sync::OnceLock<(bool, bool)> = std::sync::OnceLock::new();
-    static G2: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    let (g1, g2) = *LOCKSTEP.get_or_init(|| match std::env::var("CUZK_MSM_LOCKSTEP").ok().as_deref().map(str::trim) {
-        Some("1") => (true, true),
-        Some("g1") => (true, false),
-        Some("g2") => (false, true),
-        _ => (false, false),
-    });
-    match curve {
-        Curve::G1 if g1 => ("msm_accumulate_g1_lockstep", 512),
-        Curve::G1 => ("msm_accumulate_g1", 128),
-        Curve::G2 if g2 => ("msm_accumulate_g2_lockstep", 256),
-        Curve::G2 => ("msm_accumulate_g2", *G2.get_or_init(|| match std::env::var("CUZK_G2_BLOCK").ok().and_then(|v| v.trim().parse::<u32>().ok()) {
+    static CHOICE: std::sync::OnceLock<(bool, bool, bool, u32)> = std::sync::OnceLock::new();
+    let (g1_lock, g2_lock, g2_inline, g2_block) = *CHOICE.get_or_init(|| {
+        let var = |k: &str| std::env::var(k).ok().map(|v| v.trim().to_string());
+        let (g1, g2) = match var("CUZK_MSM_LOCKSTEP").as_deref() {
+            Some("1") | Some("both") => (true, true),
+            Some("g2") => (false, true),
+            Some("0") | Some("none") => (false, false),
+            _ => (true, false),
+        };
+        let block = match var("CUZK_G2_BLOCK").and_then(|v| v.parse::<u32>().ok()) {
             Some(b @ (32 | 64 | 128)) => b,
             _ => 128,
-        })),
+        };
+        (g1, g2, var("CUZK_G2_INLINE").as_deref() == Some("1"), block)
+    });
+    match curve {
+        Curve::G1 if g1_lock => ("msm_accumulate_g1_lockstep", 512),
+        Curve::G1 => ("msm_accumulate_g1", 128),
+        Curve::G2 => match (g2_lock, g2_inline) {
+            (true, true) => ("msm_accumulate_g2_inline_lockstep", 256),
+            (true, false) => ("msm_accumulate_g2_lockstep", 256),
+            (false, true) => ("msm_accumulate_g2_inline", g2_block),
+            (false, false) => ("msm_accumulate_g2", g2_block),
+        },
     }
 }
 
