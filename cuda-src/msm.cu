@@ -60,14 +60,17 @@ struct Digits {
     }
 };
 
-extern "C" __global__ void msm_histogram(const u32* scalars, u32* counts, u64 n, u32 c, u32 nwin) {
+// The histogram and the scatter take the windows [w0, w1) of a launch (the digits of the lower
+// windows are walked for their carries only): the host runs them in groups of windows whose
+// counters fit in a few MiB of L2, so that their atomics hit the cache.
+extern "C" __global__ void msm_histogram(const u32* scalars, u32* counts, u64 n, u32 c, u32 w0, u32 w1) {
     u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     Digits dg(scalars + 8 * i, c);
     const u32 B = 1u << (c - 1);
-    for (u32 w = 0; w < nwin; w++) {
+    for (u32 w = 0; w < w1; w++) {
         u32 d = dg.next(w);
-        if (d != NO_DIGIT) atomicAdd(&counts[(u64)w * B + (d & 0x7fffffffu)], 1u);
+        if (w >= w0 && d != NO_DIGIT) atomicAdd(&counts[(u64)w * B + (d & 0x7fffffffu)], 1u);
     }
 }
 
@@ -153,14 +156,14 @@ extern "C" __global__ void msm_tile_scan(const u32* counts, const u32* tile_offs
     }
 }
 
-extern "C" __global__ void msm_scatter(const u32* scalars, u32* cursor, u32* sorted, u64 n, u32 c, u32 nwin) {
+extern "C" __global__ void msm_scatter(const u32* scalars, u32* cursor, u32* sorted, u64 n, u32 c, u32 w0, u32 w1) {
     u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     Digits dg(scalars + 8 * i, c);
     const u32 B = 1u << (c - 1);
-    for (u32 w = 0; w < nwin; w++) {
+    for (u32 w = 0; w < w1; w++) {
         u32 d = dg.next(w);
-        if (d == NO_DIGIT) continue;
+        if (w < w0 || d == NO_DIGIT) continue;
         u32 pos = atomicAdd(&cursor[(u64)w * B + (d & 0x7fffffffu)], 1u);
         sorted[(u64)w * n + pos] = (u32)i | (d & 0x80000000u);
     }

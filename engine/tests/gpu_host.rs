@@ -61,6 +61,12 @@ fn msm_plans_cover_every_scalar_bit() {
                 let buckets = p.windows as u64 * p.buckets as u64 * curve.xyzz_bytes() as u64;
                 assert!(buckets <= (n * curve.affine_bytes() as u64).max(64 << 20), "{buckets} bytes of buckets for n = {n}");
                 assert!(p.scratch_bytes() >= buckets + 4 * n * p.windows as u64);
+                // The sort's window groups: at least one window, counters within 8 MiB unless
+                // a single window is larger.
+                let g = p.sort_group();
+                assert!((1..=p.windows).contains(&g));
+                assert!(g == 1 || 4 * g as u64 * p.buckets as u64 <= 8 << 20, "{g} windows of {} buckets", p.buckets);
+                assert!(g == p.windows || 4 * (g as u64 + 1) * p.buckets as u64 > 8 << 20, "groups could be larger");
             }
         }
     }
@@ -71,6 +77,9 @@ fn msm_plans_cover_every_scalar_bit() {
     // The cost model: fewer windows win once the points dominate.
     let w = |c: u32| MsmPlan::with_window(1 << 26, Kind::G1, c).windows;
     assert!(w(window_bits(1 << 26, Kind::G1)) < w(16));
+    // Sort groups: every 16-bit window at once, four 2^19-bucket windows at a time.
+    assert_eq!(MsmPlan::with_window(1 << 24, Kind::G1, 16).sort_group(), 16);
+    assert_eq!(MsmPlan::with_window(1 << 26, Kind::G1, 20).sort_group(), 4);
 }
 
 #[test]

@@ -76,6 +76,10 @@ pub fn accumulate_kernel(curve: Curve) -> (&'static str, u32) {
     }
 }
 
+/// Bucket counters per histogram / scatter launch (`MsmPlan::sort_group`): 8 MiB, a sixth of
+/// an H200's L2 cache (four 2^19-bucket windows; every window at once up to 2^16 buckets).
+const SORT_GROUP_BYTES: u64 = 8 << 20;
+
 /// The top window must keep at least this many bits: a narrow top window puts every point into a
 /// handful of buckets (2^22 points in 8 buckets at c = 18), which serialises their sums.
 const MIN_TOP_BITS: u32 = 8;
@@ -160,6 +164,20 @@ impl MsmPlan {
     pub fn with_share(mut self, per: u32) -> Self {
         self.per_thread = per.max(1);
         self
+    }
+
+    /// Windows per histogram / scatter launch: as many as keep their bucket counters within
+    /// `SORT_GROUP_BYTES` (at least one), so that the counters' atomics hit the L2 cache while
+    /// the scatter's writes stream past it. `CUZK_MSM_SORT_GROUP_MIB` (read once) overrides the
+    /// budget; 0 means all windows in one launch.
+    pub fn sort_group(&self) -> u32 {
+        static BYTES: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+        let bytes = *BYTES.get_or_init(|| match std::env::var("CUZK_MSM_SORT_GROUP_MIB").ok().and_then(|v| v.trim().parse::<u64>().ok()) {
+            Some(0) => u64::MAX,
+            Some(m) => m << 20,
+            None => SORT_GROUP_BYTES,
+        });
+        (bytes / (4 * self.buckets as u64)).clamp(1, self.windows as u64) as u32
     }
 
     fn threads_per_window(&self) -> u64 {
@@ -257,14 +275,21 @@ pub fn msm_windows_queued(dev: &GpuDevice, bases: u64, scalars: u64, plan: &MsmP
     let seg_q = if segments > 1 { Some(dev.alloc((windows * segments) as usize * curve.xyzz_bytes(), "MSM segment weights")?) } else { None };
 
     let prof = Profiler::new(dev);
-    gpu_launch!(dev, "msm_histogram", grid(n, 256), &scalars, &counts.ptr(), &n, &c, &windows)?;
+    let group = plan.sort_group();
+    for w0 in (0..windows).step_by(group as usize) {
+        let w1 = (w0 + group).min(windows);
+        gpu_launch!(dev, "msm_histogram", grid(n, 256), &scalars, &counts.ptr(), &n, &c, &w0, &w1)?;
+    }
     prof.mark("histogram")?;
     let tiled = cudarc::driver::LaunchConfig { grid_dim: (tiles, windows, 1), block_dim: (tile, 1, 1), shared_mem_bytes: 0 };
     gpu_launch!(dev, "msm_tile_sums", tiled, &counts.ptr(), &tile_sums.ptr(), &buckets)?;
     let scan_cfg = cudarc::driver::LaunchConfig { grid_dim: (windows, 1, 1), block_dim: (1024, 1, 1), shared_mem_bytes: 0 };
     gpu_launch!(dev, "msm_scan", scan_cfg, &tile_sums.ptr(), &tile_offsets.ptr(), &0u64, &tiles)?;
     gpu_launch!(dev, "msm_tile_scan", tiled, &counts.ptr(), &tile_offsets.ptr(), &offsets.ptr(), &cursor.ptr(), &buckets)?;
-    gpu_launch!(dev, "msm_scatter", grid(n, 256), &scalars, &cursor.ptr(), &sorted.ptr(), &n, &c, &windows)?;
+    for w0 in (0..windows).step_by(group as usize) {
+        let w1 = (w0 + group).min(windows);
+        gpu_launch!(dev, "msm_scatter", grid(n, 256), &scalars, &cursor.ptr(), &sorted.ptr(), &n, &c, &w0, &w1)?;
+    }
     prof.mark("scan+scatter")?;
     drop((cursor, tile_sums, tile_offsets));
     let (acc_kernel, acc_block) = accumulate_kernel(curve);

@@ -61,7 +61,8 @@ bool msm(u32 c, u64 n, u32 per, u32 nseg, bool lockstep, bool inl = false) {
     if (fread(scalars.data(), 4, scalars.size(), stdin) != scalars.size()) return false;
 
     std::vector<u32> counts((u64)W * B, 0), offsets((u64)W * B), cursor((u64)W * B), sorted((u64)W * n + 1);
-    launch(n, [&] { msm_histogram(scalars.data(), counts.data(), n, c, W); });
+    // In groups of two windows (msm.rs groups them by L2 size), which covers the grouping.
+    for (u32 w0 = 0; w0 < W; w0 += 2) launch(n, [&] { msm_histogram(scalars.data(), counts.data(), n, c, w0, w0 + 2 < W ? w0 + 2 : W); });
     for (u64 w = 0; w < W; w++) {
         u32 run = 0;
         for (u64 b = 0; b < B; b++) {
@@ -69,7 +70,7 @@ bool msm(u32 c, u64 n, u32 per, u32 nseg, bool lockstep, bool inl = false) {
             run += counts[w * B + b];
         }
     }
-    launch(n, [&] { msm_scatter(scalars.data(), cursor.data(), sorted.data(), n, c, W); });
+    for (u32 w0 = 0; w0 < W; w0 += 2) launch(n, [&] { msm_scatter(scalars.data(), cursor.data(), sorted.data(), n, c, w0, w0 + 2 < W ? w0 + 2 : W); });
 
     const u64 tpw = (n + per - 1) / per;
     std::vector<u32> buckets((u64)W * B * X::WORDS, 0), partials(W * tpw * X::WORDS, 0), segs((u64)W * nseg * X::WORDS);
