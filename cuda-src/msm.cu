@@ -182,8 +182,9 @@ __device__ __forceinline__ u32 bucket_at(const u32* ow, u32 B, u32 p) {
 
 // LOCKSTEP: every thread of the block runs `per` rounds (idle ones too, doing nothing) with a
 // barrier after each, so the block's warps walk the long, fully inlined addition together and
-// share the instruction cache instead of missing it at different places (one block per SM:
-// `msm_accumulate_g1_lockstep` 512 threads, `msm_accumulate_g2_lockstep` 256).
+// share the instruction cache instead of missing it at different places (G1: one block of 512
+// threads per SM, `msm_accumulate_g1_lockstep`; the same for G2, whose addition is made of calls,
+// was 5 % slower on an H200).
 template <class F, bool INLINE, bool LOCKSTEP>
 __device__ __forceinline__ void accumulate(const u32* bases, const u32* sorted, const u32* offsets, const u32* counts,
                                            u32* buckets, u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
@@ -321,19 +322,6 @@ extern "C" __global__ void __launch_bounds__(512, 1) msm_accumulate_g1_lockstep(
 extern "C" __global__ void CUZK_G2_BOUNDS msm_accumulate_g2(const u32* bases, const u32* sorted, const u32* offsets,
         const u32* counts, u32* buckets, u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
     accumulate<Fp2, false, false>(bases, sorted, offsets, counts, buckets, partials, n, nwin, B, per);
-}
-// The G2 addition expanded in the loop (its Fp2 products stay calls), a tuning variant.
-extern "C" __global__ void CUZK_G2_BOUNDS msm_accumulate_g2_inline(const u32* bases, const u32* sorted, const u32* offsets,
-        const u32* counts, u32* buckets, u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
-    accumulate<Fp2, true, false>(bases, sorted, offsets, counts, buckets, partials, n, nwin, B, per);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) msm_accumulate_g2_inline_lockstep(const u32* bases, const u32* sorted,
-        const u32* offsets, const u32* counts, u32* buckets, u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
-    accumulate<Fp2, true, true>(bases, sorted, offsets, counts, buckets, partials, n, nwin, B, per);
-}
-extern "C" __global__ void __launch_bounds__(256, 1) msm_accumulate_g2_lockstep(const u32* bases, const u32* sorted, const u32* offsets,
-        const u32* counts, u32* buckets, u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
-    accumulate<Fp2, false, true>(bases, sorted, offsets, counts, buckets, partials, n, nwin, B, per);
 }
 extern "C" __global__ void __launch_bounds__(128) msm_fixup_g1(const u32* offsets, const u32* counts, u32* buckets,
         const u32* partials, u64 n, u32 nwin, u32 B, u32 per) {

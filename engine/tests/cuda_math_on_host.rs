@@ -231,7 +231,7 @@ fn combine<G: Group>(windows: Vec<G>, c: u32) -> G {
 /// The MSM's kernels on the host under the plan (c, points per thread), against blstrs.
 fn host_msm(exe: &Path, curve: u32, c: u32, per: u32, bases: &[u8], scalars: &[Scalar]) -> Vec<u8> {
     let n = scalars.len();
-    let plan = MsmPlan::with_window(n as u64, if curve % 2 == 0 { Kind::G2 } else { Kind::G1 }, c).with_share(per);
+    let plan = MsmPlan::with_window(n as u64, if curve == 2 { Kind::G2 } else { Kind::G1 }, c).with_share(per);
     let mut child = Command::new(exe).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("starting the host MSM");
     {
         let mut stdin = child.stdin.take().unwrap();
@@ -247,7 +247,7 @@ fn host_msm(exe: &Path, curve: u32, c: u32, per: u32, bases: &[u8], scalars: &[S
     }
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "host MSM failed (curve {curve}, c = {c}, {per} per thread)");
-    assert_eq!(out.stdout.len(), plan.windows as usize * if curve % 2 == 0 { 384 } else { 192 });
+    assert_eq!(out.stdout.len(), plan.windows as usize * if curve == 2 { 384 } else { 192 });
     out.stdout
 }
 
@@ -285,11 +285,9 @@ fn msm_kernels_match_blstrs_on_the_host() {
     let s: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
     let want: G2Projective = pts.iter().zip(s.iter()).map(|(p, k)| p * k).sum();
     for (c, per) in [(4, 5), (11, 1)] {
-        for kind in [2, 6, 8] {
-            let raw = host_msm(&exe, kind, c, per, as_bytes(&bases), &s);
-            let got = combine(raw.chunks_exact(384).map(g2_from_xyzz).collect(), c);
-            assert_eq!(got, want, "G2 MSM on the host (kind {kind}), c = {c}, {per} points per thread");
-        }
+        let raw = host_msm(&exe, 2, c, per, as_bytes(&bases), &s);
+        let got = combine(raw.chunks_exact(384).map(g2_from_xyzz).collect(), c);
+        assert_eq!(got, want, "G2 MSM on the host, c = {c}, {per} points per thread");
     }
 }
 

@@ -41,38 +41,27 @@ fn bucket_ps(curve: Curve) -> u64 {
 }
 /// A curve's accumulation kernel and its threads per block (at most its `__launch_bounds__` in
 /// cuda-src/msm.cu; the kernels index by global thread only). Switches, read once:
-/// - `CUZK_MSM_LOCKSTEP` (`g1`, the default; `g2`; `1` for both; `0` for neither): the lockstep
-///   kernels, one block per SM (512 threads for G1, 256 for G2) whose warps take every addition
-///   together (a barrier each), so that they share the instruction cache. G1's fully inlined
-///   addition gains 13 % at 2^26 on an H200; G2's, made of calls, loses 5 %.
-/// - `CUZK_G2_INLINE=1`: the G2 addition expanded in the loop (its Fp2 products stay calls).
+/// - `CUZK_MSM_LOCKSTEP=0`: G1 runs the 128-thread `msm_accumulate_g1` instead of
+///   `msm_accumulate_g1_lockstep`, one block of 512 threads per SM whose warps take every
+///   addition together (a barrier each) and so share the instruction cache (−13 % at 2^26 on an
+///   H200). The same for G2, and the G2 addition expanded in its loop, measured no gain and are
+///   not kept (docs/BENCHMARKS.md).
 /// - `CUZK_G2_BLOCK` (32, 64 or 128; default 128): smaller blocks can fit more warps per SM when
 ///   registers are the limit (registers go per warp, blocks whole).
 pub fn accumulate_kernel(curve: Curve) -> (&'static str, u32) {
-    static CHOICE: std::sync::OnceLock<(bool, bool, bool, u32)> = std::sync::OnceLock::new();
-    let (g1_lock, g2_lock, g2_inline, g2_block) = *CHOICE.get_or_init(|| {
+    static CHOICE: std::sync::OnceLock<(bool, u32)> = std::sync::OnceLock::new();
+    let (lockstep, g2_block) = *CHOICE.get_or_init(|| {
         let var = |k: &str| std::env::var(k).ok().map(|v| v.trim().to_string());
-        let (g1, g2) = match var("CUZK_MSM_LOCKSTEP").as_deref() {
-            Some("1") | Some("both") => (true, true),
-            Some("g2") => (false, true),
-            Some("0") | Some("none") => (false, false),
-            _ => (true, false),
-        };
         let block = match var("CUZK_G2_BLOCK").and_then(|v| v.parse::<u32>().ok()) {
             Some(b @ (32 | 64 | 128)) => b,
             _ => 128,
         };
-        (g1, g2, var("CUZK_G2_INLINE").as_deref() == Some("1"), block)
+        (var("CUZK_MSM_LOCKSTEP").as_deref() != Some("0"), block)
     });
     match curve {
-        Curve::G1 if g1_lock => ("msm_accumulate_g1_lockstep", 512),
+        Curve::G1 if lockstep => ("msm_accumulate_g1_lockstep", 512),
         Curve::G1 => ("msm_accumulate_g1", 128),
-        Curve::G2 => match (g2_lock, g2_inline) {
-            (true, true) => ("msm_accumulate_g2_inline_lockstep", 256),
-            (true, false) => ("msm_accumulate_g2_lockstep", 256),
-            (false, true) => ("msm_accumulate_g2_inline", g2_block),
-            (false, false) => ("msm_accumulate_g2", g2_block),
-        },
+        Curve::G2 => ("msm_accumulate_g2", g2_block),
     }
 }
 

@@ -4,8 +4,7 @@
 // - kind 1 (G1) / 2 (G2), an MSM: n affine bases and n scalars (Montgomery form) follow; runs the
 //   MSM's kernels one thread at a time (the bucket-offset scans computed here, the segment sums
 //   reduced in pair rounds as msm.rs does) and writes each window's sum as XYZZ, window 0 first;
-// - kind 5 (G1) / 6 (G2): the MSM with the lockstep accumulation kernel; kind 8 (G2) with the
-//   inline lockstep one;
+// - kind 5: the G1 MSM with the lockstep accumulation kernel;
 // - kind 3 (G1) / 4 (G2), a batch addition: n affine bases and ceil(n/64) bitmap words follow
 //   (`per` = bitmap words per thread); writes the XYZZ sum of the selected bases.
 
@@ -51,7 +50,7 @@ bool batch(u64 n, u32 wpt) {
 }
 
 template <class F>
-bool msm(u32 c, u64 n, u32 per, u32 nseg, bool lockstep, bool inl = false) {
+bool msm(u32 c, u64 n, u32 per, u32 nseg, bool lockstep) {
     typedef Xyzz<F> X;
     typedef Affine<F> A;
     const bool g1 = X::WORDS == 48;
@@ -75,14 +74,10 @@ bool msm(u32 c, u64 n, u32 per, u32 nseg, bool lockstep, bool inl = false) {
     const u64 tpw = (n + per - 1) / per;
     std::vector<u32> buckets((u64)W * B * X::WORDS, 0), partials(W * tpw * X::WORDS, 0), segs((u64)W * nseg * X::WORDS);
     if (lockstep) {
-        // Whole blocks (512 threads for G1, 256 for G2), as msm.rs launches them: the idle tail
-        // threads run too.
+        // Whole blocks of 512 threads, as msm.rs launches them: the idle tail threads run too.
         pacing_barriers = true;
-        const u64 block = g1 ? 512 : 256;
-        launch((W * tpw + block - 1) / block * block, [&] {
-            if (g1) msm_accumulate_g1_lockstep(bases.data(), sorted.data(), offsets.data(), counts.data(), buckets.data(), partials.data(), n, W, B, per);
-            else if (inl) msm_accumulate_g2_inline_lockstep(bases.data(), sorted.data(), offsets.data(), counts.data(), buckets.data(), partials.data(), n, W, B, per);
-            else msm_accumulate_g2_lockstep(bases.data(), sorted.data(), offsets.data(), counts.data(), buckets.data(), partials.data(), n, W, B, per);
+        launch((W * tpw + 511) / 512 * 512, [&] {
+            msm_accumulate_g1_lockstep(bases.data(), sorted.data(), offsets.data(), counts.data(), buckets.data(), partials.data(), n, W, B, per);
         });
         pacing_barriers = false;
     } else {
@@ -125,8 +120,7 @@ int main() {
             case 1: ok = msm<Fp>(head[1], n, tail[0], tail[1], false); break;
             case 2: ok = msm<Fp2>(head[1], n, tail[0], tail[1], false); break;
             case 5: ok = msm<Fp>(head[1], n, tail[0], tail[1], true); break;
-            case 6: ok = msm<Fp2>(head[1], n, tail[0], tail[1], true); break;
-            case 8: ok = msm<Fp2>(head[1], n, tail[0], tail[1], true, true); break;
+
             case 3: ok = batch<Fp>(n, tail[0]); break;
             case 4: ok = batch<Fp2>(n, tail[0]); break;
         }
