@@ -5,9 +5,6 @@
 #ifndef CUZK_FP2_LAZY
 #define CUZK_FP2_LAZY 0
 #endif
-#ifndef CUZK_FP2_INLINE
-#define CUZK_FP2_INLINE 0
-#endif
 
 namespace wide {
 constexpr int N = Fp::N;
@@ -48,14 +45,6 @@ __device__ __noinline__ void fp2_mul(Fp& c0, Fp& c1, const Fp& a0, const Fp& a1,
 }
 }  // namespace wide
 
-// A tuning switch, -DCUZK_FP2_INLINE=1: the Fp2 product and square expanded where they are used
-// (their Fp products stay calls) instead of being calls themselves.
-#if CUZK_FP2_INLINE
-#define CUZK_FP2_CALL __forceinline__
-#else
-#define CUZK_FP2_CALL __noinline__
-#endif
-
 // Fp2 = Fp[u]/(u^2 + 1), laid out as blst's blst_fp2: c0 then c1.
 struct Fp2 {
     Fp c0, c1;
@@ -72,7 +61,7 @@ struct Fp2 {
 
     // Karatsuba: three Fp products, each a call (the G2 kernels are large enough that inline Fp
     // products cost more in instruction fetch than the calls do: 8% on a 2^24 G2 MSM on an H200).
-    __device__ CUZK_FP2_CALL Fp2 operator*(const Fp2& b) const {
+    __device__ __noinline__ Fp2 operator*(const Fp2& b) const {
         Fp2 r;
 #if CUZK_FP2_LAZY
         wide::fp2_mul(r.c0, r.c1, c0, c1, b.c0, b.c1);
@@ -86,7 +75,7 @@ struct Fp2 {
         return r;
     }
     // (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u: two Fp products.
-    __device__ CUZK_FP2_CALL Fp2 sqr() const {
+    __device__ __noinline__ Fp2 sqr() const {
         Fp2 r; r.c0 = (c0 + c1).mul_call(c0 - c1); Fp t = c0.mul_call(c1); r.c1 = t + t; return r;
     }
     static __device__ __forceinline__ Fp2 load(const u32* p) { Fp2 r; r.c0 = Fp::load(p); r.c1 = Fp::load(p + Fp::N); return r; }
