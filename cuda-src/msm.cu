@@ -10,8 +10,8 @@
 //    of mixed additions for every thread, whatever the bucket sizes): a bucket that starts in a
 //    thread's share is summed by that thread into the bucket sums; a bucket that began in an
 //    earlier share leaves this thread's part of it as the thread's "head partial".
-//    msm_fixup_*: the thread where a bucket starts adds the head partials of the threads it
-//    spills into.
+//    msm_fold_heads_*: the head partials of the threads a bucket spills into are summed in a
+//    tree (log2 rounds); msm_fixup_*: the thread where the bucket starts adds that sum.
 // 5. msm_bucket_reduce_*: per window, segment s of len = 2^k buckets starting at lo = s * len is
 //    reduced with running sums to A_s = sum_{b in s} (b - lo + 1) S_b and Q_s = len * sum_{b in s} S_b
 //    (k doublings), so that the window sum sum_b (b + 1) S_b = sum_s (A_s + s * Q_s).
@@ -231,11 +231,40 @@ __device__ __forceinline__ void accumulate(const u32* bases, const u32* sorted, 
     else acc.store(bw + (u64)Xyzz<F>::WORDS * b);
 }
 
+// Round r of the tree fold of head partials (between the accumulation and the fix-up): the head
+// partials of the shares first ..= last that a bucket spills into are summed pairwise, so that
+// after ceil(log2(threads per window)) rounds the one of share `first` holds them all. Thread t
+// adds t + 2^r into t when t - first is a multiple of 2^(r+1) and t + 2^r <= last (t + 2^r is
+// not written in that round). A bucket spanning thousands of shares (heavily repeated scalars)
+// costs log2 rounds instead of one thread adding its partials in a row.
+template <class F>
+__device__ __forceinline__ void fold_heads(const u32* offsets, const u32* counts, u32* partials, u64 n, u32 nwin, u32 B, u32 per,
+                                           u32 r) {
+    const u64 tpw = (n + per - 1) / per;
+    const u64 idx = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= tpw * nwin) return;
+    const u64 w = idx / tpw;
+    const u32 t = (u32)(idx - w * tpw);
+    const u32* ow = offsets + w * B;
+    const u32* cw = counts + w * B;
+    const u32 total = ow[B - 1] + cw[B - 1];
+    const u32 lo = t * per;
+    if (lo >= total) return;
+    const u32 b = bucket_at(ow, B, lo);
+    if (ow[b] >= lo) return;  // the bucket starts in this share: no head partial
+    const u32 first = ow[b] / per + 1, last = (ow[b] + cw[b] - 1) / per;
+    const u32 step = 1u << r;
+    if (((t - first) & (2 * step - 1)) != 0 || t + step > last) return;
+    u32* mine = partials + (u64)Xyzz<F>::WORDS * idx;
+    Xyzz<F>::load(mine).add(Xyzz<F>::load(mine + (u64)Xyzz<F>::WORDS * step)).store(mine);
+}
+
 // Thread (w, t): if the bucket at the last position of t's share starts in that share and runs
-// past it, adds the head partials of the following threads into the bucket's sum.
+// past it, adds the head partials of the following threads into the bucket's sum: the one of
+// thread t + 1 when they were folded first (`folded`), else each in a row.
 template <class F>
 __device__ __forceinline__ void fixup(const u32* offsets, const u32* counts, u32* buckets, const u32* partials, u64 n,
-                                      u32 nwin, u32 B, u32 per) {
+                                      u32 nwin, u32 B, u32 per, u32 folded) {
     const u64 tpw = (n + per - 1) / per;
     const u64 idx = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= tpw * nwin) return;
@@ -252,7 +281,8 @@ __device__ __forceinline__ void fixup(const u32* offsets, const u32* counts, u32
     if (ow[b] < lo || end <= hi) return;
     u32* slot = buckets + (u64)Xyzz<F>::WORDS * (w * B + b);
     Xyzz<F> acc = Xyzz<F>::load(slot);
-    for (u64 k = idx + 1; (u64)(k - w * tpw) * per < end; k++) acc = acc.add(Xyzz<F>::load(partials + (u64)Xyzz<F>::WORDS * k));
+    if (folded) acc = acc.add(Xyzz<F>::load(partials + (u64)Xyzz<F>::WORDS * (idx + 1)));
+    else for (u64 k = idx + 1; (u64)(k - w * tpw) * per < end; k++) acc = acc.add(Xyzz<F>::load(partials + (u64)Xyzz<F>::WORDS * k));
     acc.store(slot);
 }
 
@@ -323,13 +353,21 @@ extern "C" __global__ void CUZK_G2_BOUNDS msm_accumulate_g2(const u32* bases, co
         const u32* counts, u32* buckets, u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
     accumulate<Fp2, false, false>(bases, sorted, offsets, counts, buckets, partials, n, nwin, B, per);
 }
+extern "C" __global__ void __launch_bounds__(128) msm_fold_heads_g1(const u32* offsets, const u32* counts, u32* partials, u64 n,
+        u32 nwin, u32 B, u32 per, u32 r) {
+    fold_heads<Fp>(offsets, counts, partials, n, nwin, B, per, r);
+}
+extern "C" __global__ void __launch_bounds__(128) msm_fold_heads_g2(const u32* offsets, const u32* counts, u32* partials, u64 n,
+        u32 nwin, u32 B, u32 per, u32 r) {
+    fold_heads<Fp2>(offsets, counts, partials, n, nwin, B, per, r);
+}
 extern "C" __global__ void __launch_bounds__(128) msm_fixup_g1(const u32* offsets, const u32* counts, u32* buckets,
-        const u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
-    fixup<Fp>(offsets, counts, buckets, partials, n, nwin, B, per);
+        const u32* partials, u64 n, u32 nwin, u32 B, u32 per, u32 folded) {
+    fixup<Fp>(offsets, counts, buckets, partials, n, nwin, B, per, folded);
 }
 extern "C" __global__ void __launch_bounds__(128) msm_fixup_g2(const u32* offsets, const u32* counts, u32* buckets,
-        const u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
-    fixup<Fp2>(offsets, counts, buckets, partials, n, nwin, B, per);
+        const u32* partials, u64 n, u32 nwin, u32 B, u32 per, u32 folded) {
+    fixup<Fp2>(offsets, counts, buckets, partials, n, nwin, B, per, folded);
 }
 extern "C" __global__ void __launch_bounds__(128) msm_bucket_reduce_g1(const u32* buckets, u32* a_out, u32* q_out, u32 nwin, u32 B,
         u32 nseg) {

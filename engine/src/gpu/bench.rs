@@ -160,6 +160,19 @@ pub fn run_kernel_bench(dev: &GpuDevice, opts: &KernelBenchOptions) -> Result<Ke
                 { let (k, b) = super::msm::accumulate_kernel(curve); dev.resident_threads(k, b).unwrap_or(0) }));
             rep.results.push((key, ms));
         }
+        // Heavily repeated scalars: all the same, so each window has one bucket spread over
+        // thousands of shares (the case the tree fold of head partials is for).
+        if curve == Curve::G1 {
+            let l = top.min(24);
+            let n = 1u64 << l;
+            let same = random_scalars(1, rng.next_u64()).repeat(n as usize);
+            let same = dev.upload(as_bytes(&same), "bench equal scalars")?;
+            let plan = MsmPlan::on(dev, n, curve);
+            let ms = time_ms(dev, opts.reps, || msm_windows(dev, bases.ptr(), same.ptr(), &plan).map(|_| ()))?;
+            let key = format!("{family}_2p{l}_equal");
+            line(&mut out, format!("{key:<18} {ms:>9.2} ms  c={} windows={} (every scalar the same)", plan.c, plan.windows));
+            rep.results.push((key, ms));
+        }
         // The largest size again under each requested window size (same kernels, other plans).
         for &c in &opts.msm_windows {
             let n = 1u64 << top;

@@ -65,6 +65,14 @@ pub fn accumulate_kernel(curve: Curve) -> (&'static str, u32) {
     }
 }
 
+/// Whether the head partials of a bucket that spans many shares are summed in a tree before the
+/// fix-up (default) or added one after another by the fix-up thread (`CUZK_MSM_HEAD_TREE=0`,
+/// read once; the serial fix-up cost a whole MSM's time again for heavily repeated scalars).
+fn fold_heads() -> bool {
+    static TREE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *TREE.get_or_init(|| std::env::var("CUZK_MSM_HEAD_TREE").map_or(true, |v| v.trim() != "0"))
+}
+
 /// Bucket counters per histogram / scatter launch (`MsmPlan::sort_group`): 8 MiB, a sixth of
 /// an H200's L2 cache (four 2^19-bucket windows; every window at once up to 2^16 buckets).
 const SORT_GROUP_BYTES: u64 = 8 << 20;
@@ -167,6 +175,12 @@ impl MsmPlan {
             None => SORT_GROUP_BYTES,
         });
         (bytes / (4 * self.buckets as u64)).clamp(1, self.windows as u64) as u32
+    }
+
+    /// Rounds of the tree fold of head partials: enough for a bucket spanning every share of a
+    /// window (ceil(log2(threads per window))).
+    pub fn head_rounds(&self) -> u32 {
+        64 - (self.threads_per_window() - 1).leading_zeros()
     }
 
     fn threads_per_window(&self) -> u64 {
@@ -285,8 +299,16 @@ pub fn msm_windows_queued(dev: &GpuDevice, bases: u64, scalars: u64, plan: &MsmP
     gpu_launch!(dev, acc_kernel, grid(threads, acc_block), &bases, &sorted.ptr(), &offsets.ptr(), &counts.ptr(),
                 &bucket_sums.ptr(), &partials.ptr(), &n, &windows, &buckets, &per_thread)?;
     prof.mark("accumulate")?;
+    let folded = u32::from(fold_heads());
+    if folded == 1 {
+        let name = curve.kernel("msm_fold_heads");
+        for r in 0..plan.head_rounds() {
+            gpu_launch!(dev, &name, grid(threads, 128), &offsets.ptr(), &counts.ptr(), &partials.ptr(), &n, &windows, &buckets,
+                        &per_thread, &r)?;
+        }
+    }
     gpu_launch!(dev, &curve.kernel("msm_fixup"), grid(threads, 128), &offsets.ptr(), &counts.ptr(), &bucket_sums.ptr(),
-                &partials.ptr(), &n, &windows, &buckets, &per_thread)?;
+                &partials.ptr(), &n, &windows, &buckets, &per_thread, &folded)?;
     prof.mark("fixup")?;
     drop((sorted, partials, offsets, counts));
     let q_ptr = seg_q.as_ref().map_or(0, |q| q.ptr());

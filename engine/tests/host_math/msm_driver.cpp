@@ -4,7 +4,7 @@
 // - kind 1 (G1) / 2 (G2), an MSM: n affine bases and n scalars (Montgomery form) follow; runs the
 //   MSM's kernels one thread at a time (the bucket-offset scans computed here, the segment sums
 //   reduced in pair rounds as msm.rs does) and writes each window's sum as XYZZ, window 0 first;
-// - kind 5: the G1 MSM with the lockstep accumulation kernel;
+// - kind 5: the G1 MSM with the lockstep accumulation kernel and the serial fix-up;
 // - kind 3 (G1) / 4 (G2), a batch addition: n affine bases and ceil(n/64) bitmap words follow
 //   (`per` = bitmap words per thread); writes the XYZZ sum of the selected bases.
 
@@ -86,9 +86,18 @@ bool msm(u32 c, u64 n, u32 per, u32 nseg, bool lockstep) {
             else msm_accumulate_g2(bases.data(), sorted.data(), offsets.data(), counts.data(), buckets.data(), partials.data(), n, W, B, per);
         });
     }
+    // msm.rs: the head partials folded in a tree, then the fix-up adds one (the lockstep kind
+    // takes the serial fix-up instead, so both stay covered).
+    const u32 folded = lockstep ? 0 : 1;
+    u32 rounds = 0;
+    while (folded && (1ull << rounds) < tpw) rounds++;
+    for (u32 r = 0; r < rounds; r++) launch(W * tpw, [&] {
+        if (g1) msm_fold_heads_g1(offsets.data(), counts.data(), partials.data(), n, W, B, per, r);
+        else msm_fold_heads_g2(offsets.data(), counts.data(), partials.data(), n, W, B, per, r);
+    });
     launch(W * tpw, [&] {
-        if (g1) msm_fixup_g1(offsets.data(), counts.data(), buckets.data(), partials.data(), n, W, B, per);
-        else msm_fixup_g2(offsets.data(), counts.data(), buckets.data(), partials.data(), n, W, B, per);
+        if (g1) msm_fixup_g1(offsets.data(), counts.data(), buckets.data(), partials.data(), n, W, B, per, folded);
+        else msm_fixup_g2(offsets.data(), counts.data(), buckets.data(), partials.data(), n, W, B, per, folded);
     });
     // msm.rs: the segment sums and weights (no weights for one segment), then the pair rounds.
     std::vector<u32> weights((u64)W * nseg * X::WORDS);
