@@ -39,6 +39,9 @@ pub struct GpuDevice {
     /// An event the GPU passed at a known host instant: device events are placed on the host
     /// clock from it (`host_time`), whenever their results are read.
     epoch: Arc<(std::time::Instant, cudarc::driver::CudaEvent)>,
+    /// `resident_threads` answers by (kernel, block size), shared by the forks of this GPU: the
+    /// MSM planner asks for every MSM.
+    resident: Arc<std::sync::Mutex<HashMap<(String, u32), Option<u64>>>>,
 }
 
 const KERNELS: &[(Module, &[&str])] = &[
@@ -95,7 +98,7 @@ impl GpuDevice {
             }
             compiled.push(c);
         }
-        Ok(GpuDevice { ctx, stream, ordinal, name, cc, sm_count, compiled, funcs, epoch })
+        Ok(GpuDevice { ctx, stream, ordinal, name, cc, sm_count, compiled, funcs, epoch, resident: Default::default() })
     }
 
     /// Another handle on this GPU (same context, kernels and memory pool) with a stream of its own:
@@ -112,6 +115,7 @@ impl GpuDevice {
             compiled: Vec::new(),
             funcs: self.funcs.clone(),
             epoch: self.epoch.clone(),
+            resident: self.resident.clone(),
         })
     }
 
@@ -141,8 +145,17 @@ impl GpuDevice {
     /// and no dynamic shared memory (the driver's occupancy × SMs × block); None if the driver
     /// cannot say.
     pub fn resident_threads(&self, name: &str, block: u32) -> Option<u64> {
-        let blocks = self.func(name).ok()?.occupancy_max_active_blocks_per_multiprocessor(block, 0, None).ok()?;
-        Some(blocks as u64 * self.sm_count as u64 * block as u64)
+        let key = (name.to_string(), block);
+        if let Some(&known) = self.resident.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return known;
+        }
+        let answer = self
+            .func(name)
+            .ok()
+            .and_then(|f| f.occupancy_max_active_blocks_per_multiprocessor(block, 0, None).ok())
+            .map(|blocks| blocks as u64 * self.sm_count as u64 * block as u64);
+        self.resident.lock().unwrap_or_else(|p| p.into_inner()).insert(key, answer);
+        answer
     }
 
     /// Registers per thread and local-memory (spill) bytes of a kernel, from the driver.
