@@ -1,13 +1,15 @@
 // Pippenger MSM over G1 and G2 with signed c-bit digits (c up to 24).
 //
 // 1. msm_histogram: each scalar leaves Montgomery form and is cut into nwin signed digits in
-//    [-2^(c-1), 2^(c-1)]; a digit d != 0 counts towards bucket |d|-1 of its window.
+//    [-2^(c-1), 2^(c-1)]; a digit d != 0 counts towards bucket |d|-1 of its window. (This and
+//    the scatter run once per group of windows whose counters fit in L2.)
 // 2. msm_tile_sums, msm_scan (over the tile sums), msm_tile_scan: per window, exclusive prefix
 //    sums of the bucket counts (bucket offsets), in coalesced tiles of up to 1024 buckets.
 // 3. msm_scatter: the digits again, and a counting sort of point indices by (window, bucket);
 //    the sign travels in bit 31 of the index.
 // 4. msm_accumulate_*: a fixed share of every window's sorted list per thread (the same number
-//    of mixed additions for every thread, whatever the bucket sizes): a bucket that starts in a
+//    of mixed additions for every thread, whatever the bucket sizes; G1 in lockstep blocks,
+//    see `accumulate`): a bucket that starts in a
 //    thread's share is summed by that thread into the bucket sums; a bucket that began in an
 //    earlier share leaves this thread's part of it as the thread's "head partial".
 //    msm_fold_heads_*: the head partials of the threads a bucket spills into are summed in a
