@@ -233,6 +233,28 @@ __device__ __forceinline__ void accumulate(const u32* bases, const u32* sorted, 
     else acc.store(bw + (u64)Xyzz<F>::WORDS * b);
 }
 
+// The calling thread's share of a window's sorted points, for the kernels after the
+// accumulation: window w, share t of the window's tpw, its offsets and counts, the window's
+// total and the share's first position lo; ok: a share that holds points.
+struct Share {
+    u64 idx, tpw, w;
+    u32 t, total, lo;
+    const u32* ow;
+    const u32* cw;
+    bool ok;
+    __device__ __forceinline__ Share(const u32* offsets, const u32* counts, u64 n, u32 nwin, u32 B, u32 per)
+        : idx((u64)blockIdx.x * blockDim.x + threadIdx.x), tpw((n + per - 1) / per) {
+        const bool in = idx < tpw * nwin;
+        w = in ? idx / tpw : 0;
+        t = (u32)(idx - w * tpw);
+        ow = offsets + w * B;
+        cw = counts + w * B;
+        total = in ? ow[B - 1] + cw[B - 1] : 0;
+        lo = t * per;
+        ok = in && lo < total;
+    }
+};
+
 // Round r of the tree fold of head partials (between the accumulation and the fix-up): the head
 // partials of the shares first ..= last that a bucket spills into are summed pairwise, so that
 // after ceil(log2(threads per window)) rounds the one of share `first` holds them all. Thread t
@@ -242,22 +264,15 @@ __device__ __forceinline__ void accumulate(const u32* bases, const u32* sorted, 
 template <class F>
 __device__ __forceinline__ void fold_heads(const u32* offsets, const u32* counts, u32* partials, u64 n, u32 nwin, u32 B, u32 per,
                                            u32 r) {
-    const u64 tpw = (n + per - 1) / per;
-    const u64 idx = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= tpw * nwin) return;
-    const u64 w = idx / tpw;
-    const u32 t = (u32)(idx - w * tpw);
-    const u32* ow = offsets + w * B;
-    const u32* cw = counts + w * B;
-    const u32 total = ow[B - 1] + cw[B - 1];
-    const u32 lo = t * per;
-    if (lo >= total) return;
-    const u32 b = bucket_at(ow, B, lo);
-    if (ow[b] >= lo) return;  // the bucket starts in this share: no head partial
-    const u32 first = ow[b] / per + 1, last = (ow[b] + cw[b] - 1) / per;
+    const Share sh(offsets, counts, n, nwin, B, per);
+    if (!sh.ok) return;
+    const u32* ow = sh.ow;
+    const u32 b = bucket_at(ow, B, sh.lo);
+    if (ow[b] >= sh.lo) return;  // the bucket starts in this share: no head partial
+    const u32 first = ow[b] / per + 1, last = (ow[b] + sh.cw[b] - 1) / per;
     const u32 step = 1u << r;
-    if (((t - first) & (2 * step - 1)) != 0 || t + step > last) return;
-    u32* mine = partials + (u64)Xyzz<F>::WORDS * idx;
+    if (((sh.t - first) & (2 * step - 1)) != 0 || sh.t + step > last) return;
+    u32* mine = partials + (u64)Xyzz<F>::WORDS * sh.idx;
     Xyzz<F>::load(mine).add(Xyzz<F>::load(mine + (u64)Xyzz<F>::WORDS * step)).store(mine);
 }
 
@@ -267,24 +282,16 @@ __device__ __forceinline__ void fold_heads(const u32* offsets, const u32* counts
 template <class F>
 __device__ __forceinline__ void fixup(const u32* offsets, const u32* counts, u32* buckets, const u32* partials, u64 n,
                                       u32 nwin, u32 B, u32 per, u32 folded) {
-    const u64 tpw = (n + per - 1) / per;
-    const u64 idx = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= tpw * nwin) return;
-    const u64 w = idx / tpw;
-    const u32 t = (u32)(idx - w * tpw);
-    const u32* ow = offsets + w * B;
-    const u32* cw = counts + w * B;
-    const u32 total = ow[B - 1] + cw[B - 1];
-    const u32 lo = t * per;
-    if (lo >= total || lo + per >= total) return;
-    const u32 hi = lo + per;
-    const u32 b = bucket_at(ow, B, hi - 1);
-    const u32 end = ow[b] + cw[b];
-    if (ow[b] < lo || end <= hi) return;
-    u32* slot = buckets + (u64)Xyzz<F>::WORDS * (w * B + b);
+    const Share sh(offsets, counts, n, nwin, B, per);
+    if (!sh.ok || sh.lo + per >= sh.total) return;
+    const u32 hi = sh.lo + per;
+    const u32 b = bucket_at(sh.ow, B, hi - 1);
+    const u32 end = sh.ow[b] + sh.cw[b];
+    if (sh.ow[b] < sh.lo || end <= hi) return;
+    u32* slot = buckets + (u64)Xyzz<F>::WORDS * (sh.w * B + b);
     Xyzz<F> acc = Xyzz<F>::load(slot);
-    if (folded) acc = acc.add(Xyzz<F>::load(partials + (u64)Xyzz<F>::WORDS * (idx + 1)));
-    else for (u64 k = idx + 1; (u64)(k - w * tpw) * per < end; k++) acc = acc.add(Xyzz<F>::load(partials + (u64)Xyzz<F>::WORDS * k));
+    if (folded) acc = acc.add(Xyzz<F>::load(partials + (u64)Xyzz<F>::WORDS * (sh.idx + 1)));
+    else for (u64 k = sh.idx + 1; (u64)(k - sh.w * sh.tpw) * per < end; k++) acc = acc.add(Xyzz<F>::load(partials + (u64)Xyzz<F>::WORDS * k));
     acc.store(slot);
 }
 
