@@ -80,6 +80,14 @@ fn msm_plans_cover_every_scalar_bit() {
     // Sort groups: every 16-bit window at once, four 2^19-bucket windows at a time.
     assert_eq!(MsmPlan::with_window(1 << 24, Kind::G1, 16).sort_group(), 16);
     assert_eq!(MsmPlan::with_window(1 << 26, Kind::G1, 20).sort_group(), 4);
+    // Head-partial tree rounds: ceil(log2(threads per window)), enough for a bucket spanning a
+    // whole window's shares; none with one share per window.
+    let rounds = |n: u64, per: u32| MsmPlan::with_window(n, Kind::G1, 16).with_share(per).head_rounds();
+    assert_eq!(rounds(1 << 24, 1), 24);
+    assert_eq!(rounds(10, 3), 2);
+    assert_eq!(rounds(9, 3), 2);
+    assert_eq!(rounds(600, 600), 0);
+    assert_eq!(rounds(601, 600), 1);
 }
 
 #[test]
