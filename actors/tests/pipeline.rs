@@ -178,6 +178,20 @@ fn fixed_rs(seed: u64, n: usize) -> Vec<(Scalar, Scalar)> {
     (0..n).map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng))).collect()
 }
 
+/// Submits `jobs` jobs of three partitions (circuits and fixed r, s from seeds `first`, `first`
+/// + 1, …) before waiting on any, and checks each proof against direct proving with the same r, s.
+fn prove_and_match_direct(engine: &Engine, srs: &Arc<Srs>, first: u64, jobs: u64, what: &str) {
+    let rs: Vec<_> = (0..jobs).map(|j| fixed_rs(first + j, 3)).collect();
+    let handles: Vec<_> = (0..jobs)
+        .map(|j| engine.submit(JobSpec::new(srs.clone(), circuits(first + j, 3)).randomness(Randomness::Fixed(rs[j as usize].clone()))).unwrap())
+        .collect();
+    for (j, h) in handles.iter().enumerate() {
+        let (r, s): (Vec<_>, Vec<_>) = rs[j].iter().copied().unzip();
+        let direct = Prover::new(srs, &CpuBackend::new()).prove(circuits(first + j as u64, 3), &r, &s).unwrap();
+        assert_eq!(h.wait().unwrap().to_bytes(), direct.to_bytes(), "{what} job {j}");
+    }
+}
+
 fn wait_until(engine: &Engine, what: &str, f: impl Fn(&Status) -> bool) -> Status {
     let start = Instant::now();
     loop {
@@ -484,15 +498,7 @@ fn results_left_on_the_device_keep_their_reservation_until_collected() {
     let budget = part * 5 / 2;
     for workers in [1, 2] {
         let ((engine, stats), max_live) = engine_with(EngineConfig { vram_budget: vec![budget], gpu_workers_per_device: workers, ..EngineConfig::default() }, Mode::Deferred);
-        let rs: Vec<_> = (0..3u64).map(|j| fixed_rs(40 + j, 3)).collect();
-        let handles: Vec<_> = (0..3u64)
-            .map(|j| engine.submit(JobSpec::new(srs.clone(), circuits(40 + j, 3)).randomness(Randomness::Fixed(rs[j as usize].clone()))).unwrap())
-            .collect();
-        for (j, h) in handles.iter().enumerate() {
-            let (r, s): (Vec<_>, Vec<_>) = rs[j].iter().copied().unzip();
-            let direct = Prover::new(&srs, &CpuBackend::new()).prove(circuits(40 + j as u64, 3), &r, &s).unwrap();
-            assert_eq!(h.wait().unwrap().to_bytes(), direct.to_bytes(), "workers={workers} job {j}");
-        }
+        prove_and_match_direct(&engine, &srs, 40, 3, &format!("workers={workers}"));
         let live = max_live.load(AtomicOrdering::SeqCst);
         assert!(live >= 1, "nothing was staged");
         assert!(live <= 2, "workers={workers}: {live} partitions held device memory at once under a budget of 2.5 partitions");
@@ -511,15 +517,7 @@ fn uploads_through_staging_buffers_pin_once_for_all_partitions() {
     // (proofs equal direct proving), and the buffers are unpinned when the engine stops.
     let srs = srs();
     let ((engine, stats), _) = engine_with(EngineConfig { gpu_workers_per_device: 2, ..EngineConfig::default() }, Mode::Through);
-    let rs: Vec<_> = (0..3u64).map(|j| fixed_rs(60 + j, 3)).collect();
-    let handles: Vec<_> = (0..3u64)
-        .map(|j| engine.submit(JobSpec::new(srs.clone(), circuits(60 + j, 3)).randomness(Randomness::Fixed(rs[j as usize].clone()))).unwrap())
-        .collect();
-    for (j, h) in handles.iter().enumerate() {
-        let (r, s): (Vec<_>, Vec<_>) = rs[j].iter().copied().unzip();
-        let direct = Prover::new(&srs, &CpuBackend::new()).prove(circuits(60 + j as u64, 3), &r, &s).unwrap();
-        assert_eq!(h.wait().unwrap().to_bytes(), direct.to_bytes(), "job {j}");
-    }
+    prove_and_match_direct(&engine, &srs, 60, 3, "staging");
     {
         let st = stats.lock().unwrap();
         assert_eq!(st.registers, 2, "expected the two staging buffers registered once for 9 partitions: {st:?}");

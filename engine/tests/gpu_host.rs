@@ -67,6 +67,12 @@ fn msm_plans_cover_every_scalar_bit() {
                 assert!((1..=p.windows).contains(&g));
                 assert!(g == 1 || 4 * g as u64 * p.buckets as u64 <= 8 << 20, "{g} windows of {} buckets", p.buckets);
                 assert!(g == p.windows || 4 * (g as u64 + 1) * p.buckets as u64 > 8 << 20, "groups could be larger");
+                // The launches cover every window once, in order, g at a time.
+                let launches: Vec<(u32, u32)> = p.sort_launches().collect();
+                assert_eq!(launches.first().map(|l| l.0), Some(0));
+                assert_eq!(launches.last().map(|l| l.1), Some(p.windows));
+                assert!(launches.windows(2).all(|l| l[0].1 == l[1].0));
+                assert!(launches.iter().all(|&(a, b)| a < b && b - a <= g));
             }
         }
     }

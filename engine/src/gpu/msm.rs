@@ -177,6 +177,13 @@ impl MsmPlan {
         (bytes / (4 * self.buckets as u64)).clamp(1, self.windows as u64) as u32
     }
 
+    /// The window ranges [w0, w1) of the histogram and scatter launches, `sort_group` windows
+    /// each (the last may have fewer).
+    pub fn sort_launches(&self) -> impl Iterator<Item = (u32, u32)> {
+        let (group, windows) = (self.sort_group(), self.windows);
+        (0..windows).step_by(group as usize).map(move |w0| (w0, (w0 + group).min(windows)))
+    }
+
     /// Rounds of the tree fold of head partials: enough for a bucket spanning every share of a
     /// window (ceil(log2(threads per window))).
     pub fn head_rounds(&self) -> u32 {
@@ -278,9 +285,7 @@ pub fn msm_windows_queued(dev: &GpuDevice, bases: u64, scalars: u64, plan: &MsmP
     let seg_q = if segments > 1 { Some(dev.alloc((windows * segments) as usize * curve.xyzz_bytes(), "MSM segment weights")?) } else { None };
 
     let prof = Profiler::new(dev);
-    let group = plan.sort_group();
-    for w0 in (0..windows).step_by(group as usize) {
-        let w1 = (w0 + group).min(windows);
+    for (w0, w1) in plan.sort_launches() {
         gpu_launch!(dev, "msm_histogram", grid(n, 256), &scalars, &counts.ptr(), &n, &c, &w0, &w1)?;
     }
     prof.mark("histogram")?;
@@ -289,8 +294,7 @@ pub fn msm_windows_queued(dev: &GpuDevice, bases: u64, scalars: u64, plan: &MsmP
     let scan_cfg = cudarc::driver::LaunchConfig { grid_dim: (windows, 1, 1), block_dim: (1024, 1, 1), shared_mem_bytes: 0 };
     gpu_launch!(dev, "msm_scan", scan_cfg, &tile_sums.ptr(), &tile_offsets.ptr(), &0u64, &tiles)?;
     gpu_launch!(dev, "msm_tile_scan", tiled, &counts.ptr(), &tile_offsets.ptr(), &offsets.ptr(), &cursor.ptr(), &buckets)?;
-    for w0 in (0..windows).step_by(group as usize) {
-        let w1 = (w0 + group).min(windows);
+    for (w0, w1) in plan.sort_launches() {
         gpu_launch!(dev, "msm_scatter", grid(n, 256), &scalars, &cursor.ptr(), &sorted.ptr(), &n, &c, &w0, &w1)?;
     }
     prof.mark("scan+scatter")?;
