@@ -161,12 +161,17 @@ fn v2_smem_bytes(log_n: u32, b: u32, t: u32) -> u32 {
     (4 * (8 * rs + 16 + 8 * v2_twiddle_row(t, lg_l, elems) as u64)) as u32
 }
 
+/// Whether an `ntt_pass_v2` block of `elems` elements and t stages takes the kernel's radix-8
+/// path (block size a compile-time constant) or the run-time one: the kernel's dispatch.
+fn v2_radix8(t: u32, elems: u64) -> bool {
+    elems == 1 << V2_BLOCK_BITS && (t == 9 || t == 8) && v2_threads(elems) == 128
+}
+
 /// Words per twiddle row in an `ntt_pass_v2` block: the block's (2^t - 1) · 2^lgL twiddle slots,
 /// rounded up to 512 or 1024 in the radix-8 blocks (the kernel's constant row stride there).
 fn v2_twiddle_row(t: u32, lg_l: u32, elems: u64) -> u32 {
     let twn = ((1u32 << t) - 1) << lg_l;
-    let radix8 = elems == 1 << V2_BLOCK_BITS && (t == 9 || t == 8) && v2_threads(elems) == 128;
-    match radix8 {
+    match v2_radix8(t, elems) {
         true if twn <= 512 => 512,
         true => 1024,
         false => twn,
@@ -414,7 +419,7 @@ mod model {
         }
         /// The kernel's dispatch: the radix-8 path (block size a constant) or the run-time one.
         pub fn radix8(&self) -> bool {
-            self.nb() == 10 && (self.t == 9 || self.t == 8) && v2_threads(self.elems() as u64) == 128
+            v2_radix8(self.t, self.elems() as u64)
         }
         /// The global element of local element e of block `blk` (hiS, lg), as the kernel's g.
         pub fn global(&self, blk: u64, e: u32) -> u64 {
