@@ -21,6 +21,12 @@
 #define CUZK_FP_SQR 0
 #endif
 
+// Montgomery products with alternating accumulators (Field::mul_alt: the two accumulators swap
+// roles each row instead of being merged each row); a tuning switch, set with -DCUZK_MUL_ALT=1.
+#ifndef CUZK_MUL_ALT
+#define CUZK_MUL_ALT 0
+#endif
+
 template <class P>
 struct Field {
     static constexpr int N = P::N;
@@ -142,7 +148,68 @@ struct Field {
     }
     __device__ __noinline__ Field mul_call(const Field& b) const { return mul_inline(b); }
 
+    // One CIOS row of the alternating product (CUZK_MUL_ALT): E holds the even-aligned limbs of
+    // the running value (E[k] at 2^32k), O the odd-aligned ones of the row before, not yet
+    // shifted down (O[k] at 2^32(k-1) after that row's division by 2^32; O[0] is the row's
+    // reduced zero). The row takes O's leftover O[1] into E[0], moves O down by two limbs while
+    // adding a's odd limbs times bi into it (the shift rides on the multiply-adds), adds a's even
+    // limbs times bi into E, and reduces with m = E[0]·INV. Afterwards O is the new odd-aligned
+    // part (O[k] at 2^32(k+1)) and E[0] = 0: the next row runs with the roles swapped, so no row
+    // merges the two accumulators (the last merge is after the final row). Bounds: E < 2M·2^32
+    // fits N + 1 limbs; O < 2M fits N limbs, so O's chains never carry out and O[N] stays 0.
+    static __device__ __forceinline__ void alt_row(u32* E, u32* O, const u32* a, u32 bi) {
+        E[0] = add_cc(E[0], O[1]);
+        _Pragma("unroll") for (int j = 1; j < N; j += 2) {
+            O[j - 1] = madc_lo_cc(a[j], bi, O[j + 1]);
+            O[j] = madc_hi_cc(a[j], bi, j + 2 <= N ? O[j + 2] : 0u);
+        }
+        O[N] = 0;
+        E[0] = mad_lo_cc(a[0], bi, E[0]);
+        E[1] = madc_hi_cc(a[0], bi, E[1]);
+        _Pragma("unroll") for (int j = 2; j < N; j += 2) {
+            E[j] = madc_lo_cc(a[j], bi, E[j]);
+            E[j + 1] = madc_hi_cc(a[j], bi, E[j + 1]);
+        }
+        E[N] = addc(E[N], 0);
+        const u32 m = E[0] * P::INV;
+        E[0] = mad_lo_cc(P::M[0], m, E[0]);
+        E[1] = madc_hi_cc(P::M[0], m, E[1]);
+        _Pragma("unroll") for (int j = 2; j < N; j += 2) {
+            E[j] = madc_lo_cc(P::M[j], m, E[j]);
+            E[j + 1] = madc_hi_cc(P::M[j], m, E[j + 1]);
+        }
+        E[N] = addc(E[N], 0);
+        O[0] = mad_lo_cc(P::M[1], m, O[0]);
+        O[1] = madc_hi_cc(P::M[1], m, O[1]);
+        _Pragma("unroll") for (int j = 3; j < N; j += 2) {
+            O[j - 1] = madc_lo_cc(P::M[j], m, O[j - 1]);
+            O[j] = madc_hi_cc(P::M[j], m, O[j]);
+        }
+    }
+
+    // The Montgomery product with alternating accumulators (see alt_row): rows 0, 2, ... run on
+    // (A, B), rows 1, 3, ... on (B, A); the result is B + A shifted down a limb.
+    __device__ __forceinline__ Field mul_alt(const Field& b) const {
+        static_assert(N % 2 == 0, "alternating rows need an even limb count");
+        u32 A[N + 1], B[N + 1];
+        _Pragma("unroll") for (int k = 0; k < N + 1; k++) { A[k] = 0; B[k] = 0; }
+        _Pragma("unroll") for (int i = 0; i < N; i += 2) {
+            alt_row(A, B, v, b.v[i]);
+            alt_row(B, A, v, b.v[i + 1]);
+        }
+        u32 t[N];
+        t[0] = add_cc(A[0], B[1]);
+        _Pragma("unroll") for (int k = 1; k < N; k++) t[k] = addc_cc(A[k], B[k + 1]);
+        const u32 top = addc(0, 0);
+        Field r; reduce_once(r.v, t, top); return r;
+    }
+
     __device__ __forceinline__ Field mul_inline(const Field& b) const {
+        if constexpr (CUZK_MUL_ALT) return mul_alt(b);
+        else return mul_split(b);
+    }
+
+    __device__ __forceinline__ Field mul_split(const Field& b) const {
         u32 e[N + 1], o[N + 1];
         _Pragma("unroll") for (int k = 0; k < N + 1; k++) { e[k] = 0; o[k] = 0; }
         _Pragma("unroll") for (int i = 0; i < N; i++) {
