@@ -228,19 +228,6 @@ struct Field {
             return (*this) * (*this);
         }
     }
-    // t = a * b as 2N limbs (a, b below 2^(32N)); even and odd limbs of a accumulate apart as in
-    // operator*, so each chain pairs mad.lo/mad.hi on one operand pair.
-    static __device__ __forceinline__ void mul_wide(u32* t, const u32* a, const u32* b) {
-        u32 e[2 * N + 1], o[2 * N + 1];
-        _Pragma("unroll") for (int k = 0; k < 2 * N + 1; k++) { e[k] = 0; o[k] = 0; }
-        // Row i adds a·b_i at limb i (e[i + N], o[i + N] are still zero when it carries there).
-        _Pragma("unroll") for (int i = 0; i < N; i++) mac_row(e + i, o + i, a, b[i]);
-        // t = e + o * 2^32 (the product is below 2^(64N): nothing is carried out of the top).
-        t[0] = e[0];
-        t[1] = add_cc(e[1], o[0]);
-        _Pragma("unroll") for (int k = 2; k < 2 * N; k++) t[k] = addc_cc(e[k], o[k - 1]);
-    }
-
     // t = a^2 as 2N limbs: each cross product a_i a_j (i < j) once, doubled, plus the squares.
     // Row i's cross products alternate between two accumulators (e at their own position, o one
     // limb down), so each chain pairs mad.lo/mad.hi on one operand pair and never adds twice to
