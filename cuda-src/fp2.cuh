@@ -1,3 +1,9 @@
+// The Fp products inside an Fp2 product or square expanded in it (one call per Fp2 operation
+// instead of one per Fp product); a tuning switch, set with -DCUZK_FP2_FLAT=1.
+#ifndef CUZK_FP2_FLAT
+#define CUZK_FP2_FLAT 0
+#endif
+
 // Fp2 = Fp[u]/(u^2 + 1), laid out as blst's blst_fp2: c0 then c1.
 struct Fp2 {
     Fp c0, c1;
@@ -12,20 +18,28 @@ struct Fp2 {
     __device__ __forceinline__ Fp2 neg() const { Fp2 r; r.c0 = c0.neg(); r.c1 = c1.neg(); return r; }
     __device__ __forceinline__ Fp2 dbl() const { return *this + *this; }
 
-    // Karatsuba: three Fp products, each a call (the G2 kernels are large enough that inline Fp
-    // products cost more in instruction fetch than the calls do: 8% on a 2^24 G2 MSM on an H200).
+    // One Fp product of the Fp2 operations: a call (the G2 kernels are large enough that inline
+    // Fp products cost more in instruction fetch than the calls do: 8% on a 2^24 G2 MSM on an
+    // H200), or expanded with CUZK_FP2_FLAT.
+    static __device__ __forceinline__ Fp mul1(const Fp& a, const Fp& b) {
+        if constexpr (CUZK_FP2_FLAT) return a.mul_inline(b);
+        else return a.mul_call(b);
+    }
+
+    // Karatsuba: three Fp products; the sums c0 + c1 and b0 + b1 go in unreduced (below 2p, see
+    // Field::add_lazy).
     __device__ __noinline__ Fp2 operator*(const Fp2& b) const {
         Fp2 r;
-        Fp t0 = c0.mul_call(b.c0);
-        Fp t1 = c1.mul_call(b.c1);
-        Fp t2 = (c0 + c1).mul_call(b.c0 + b.c1);
+        Fp t0 = mul1(c0, b.c0);
+        Fp t1 = mul1(c1, b.c1);
+        Fp t2 = mul1(c0.add_lazy(c1), b.c0.add_lazy(b.c1));
         r.c0 = t0 - t1;
         r.c1 = t2 - t0 - t1;
         return r;
     }
     // (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u: two Fp products.
     __device__ __noinline__ Fp2 sqr() const {
-        Fp2 r; r.c0 = (c0 + c1).mul_call(c0 - c1); Fp t = c0.mul_call(c1); r.c1 = t + t; return r;
+        Fp2 r; r.c0 = mul1(c0.add_lazy(c1), c0 - c1); Fp t = mul1(c0, c1); r.c1 = t + t; return r;
     }
     static __device__ __forceinline__ Fp2 load(const u32* p) { Fp2 r; r.c0 = Fp::load(p); r.c1 = Fp::load(p + Fp::N); return r; }
     __device__ __forceinline__ void store(u32* p) const { c0.store(p); c1.store(p + Fp::N); }

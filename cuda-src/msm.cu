@@ -382,7 +382,8 @@ extern "C" __global__ void __launch_bounds__(128) msm_bucket_reduce_g1(const u32
         u32 nseg) {
     bucket_reduce<Fp>(buckets, a_out, q_out, nwin, B, nseg);
 }
-extern "C" __global__ void __launch_bounds__(128) msm_bucket_reduce_g2(const u32* buckets, u32* a_out, u32* q_out, u32 nwin, u32 B,
+// Three blocks an SM (168 registers): without the cap, ptxas took 190 for it (two blocks).
+extern "C" __global__ void __launch_bounds__(128, 3) msm_bucket_reduce_g2(const u32* buckets, u32* a_out, u32* q_out, u32 nwin, u32 B,
         u32 nseg) {
     bucket_reduce<Fp2>(buckets, a_out, q_out, nwin, B, nseg);
 }
