@@ -160,7 +160,10 @@ struct Field {
         if constexpr (N == 12 && CUZK_FP_MUL_CALL) return mul_call(b);
         else return mul_inline(b);
     }
-    __device__ __noinline__ Field mul_call(const Field& b) const { return mul_inline(b); }
+    // The product as a call. Operands go by value to a static function: with `this` and a
+    // reference, the caller stored both operands to its stack and the callee loaded them back.
+    __device__ __forceinline__ Field mul_call(const Field& b) const { return mul_by_value(*this, b); }
+    static __device__ __noinline__ Field mul_by_value(const Field a, const Field b) { return a.mul_inline(b); }
 
     // One CIOS row of the alternating product (CUZK_MUL_ALT): E holds the even-aligned limbs of
     // the running value (E[k] at 2^32k), O the odd-aligned ones of the row before, not yet
