@@ -1,9 +1,3 @@
-// The Fp products inside an Fp2 product or square expanded in it (one call per Fp2 operation
-// instead of one per Fp product); a tuning switch, set with -DCUZK_FP2_FLAT=1.
-#ifndef CUZK_FP2_FLAT
-#define CUZK_FP2_FLAT 0
-#endif
-
 // Fp2 = Fp[u]/(u^2 + 1), laid out as blst's blst_fp2: c0 then c1.
 struct Fp2 {
     Fp c0, c1;
@@ -20,11 +14,8 @@ struct Fp2 {
 
     // One Fp product of the Fp2 operations: a call (the G2 kernels are large enough that inline
     // Fp products cost more in instruction fetch than the calls do: 8% on a 2^24 G2 MSM on an
-    // H200), or expanded with CUZK_FP2_FLAT.
-    static __device__ __forceinline__ Fp mul1(const Fp& a, const Fp& b) {
-        if constexpr (CUZK_FP2_FLAT) return a.mul_inline(b);
-        else return a.mul_call(b);
-    }
+    // H200; expanding them inside the Fp2 calls instead was 6 % slower, docs/BENCHMARKS.md).
+    static __device__ __forceinline__ Fp mul1(const Fp& a, const Fp& b) { return a.mul_call(b); }
 
     // Karatsuba: three Fp products; the sums c0 + c1 and b0 + b1 go in unreduced (below 2p, see
     // Field::add_lazy).
