@@ -12,7 +12,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, OnceLock};
 
 use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
@@ -28,6 +28,17 @@ use rand_chacha::ChaCha20Rng;
 
 /// The tuning switches of the headers (each variant is checked like the default build).
 const VARIANTS: [&str; 6] = ["", "-DCUZK_MUL_ALT=0", "-DCUZK_MUL_ALT=0 -DCUZK_FR_FAST_REDUCE=1", "-DCUZK_FP_MUL_CALL=1", "-DCUZK_FP_SQR=1", "-DCUZK_FP_CALL_BY_VALUE=1"];
+
+/// The NTT program: the field headers, `cuda-src/ntt.cu` with every block's threads run
+/// concurrently (`kernels_shim.h`, `launch_blocks`), and `ntt_driver.cpp`.
+const NTT: &[&str] = &[
+    "tests/host_math/shim.h",
+    "tests/host_math/kernels_shim.h",
+    "../cuda-src/field.cuh",
+    "../cuda-src/fr.cuh",
+    "../cuda-src/ntt.cu",
+    "tests/host_math/ntt_driver.cpp",
+];
 
 /// The field and curve program: the headers and `driver.cpp`.
 const MATH: &[&str] = &["tests/host_math/shim.h", "../cuda-src/field.cuh", "../cuda-src/fr.cuh", "../cuda-src/fp.cuh", "../cuda-src/fp2.cuh", "../cuda-src/curve.cuh", "tests/host_math/driver.cpp"];
@@ -64,7 +75,10 @@ fn build(parts: &[&str], flags: &str) -> Option<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut src = String::new();
     for f in parts {
-        src.push_str(&std::fs::read_to_string(root.join(f)).unwrap_or_else(|e| panic!("reading {f}: {e}")));
+        // A kernel's `extern __shared__` array is the driver's global array on the host (the
+        // shim makes other `__shared__` arrays function-local statics).
+        let text = std::fs::read_to_string(root.join(f)).unwrap_or_else(|e| panic!("reading {f}: {e}"));
+        src.push_str(&text.replace("extern __shared__", "extern"));
         src.push('\n');
     }
     // Built under the target directory, named by the source's hash (a rebuild only when it changes).
@@ -343,4 +357,87 @@ fn batch_addition_matches_blstrs_on_the_host() {
     let bits: Vec<u64> = (0..n.div_ceil(64)).map(|_| rng.next_u64()).collect();
     let want: G2Projective = (0..n).filter(|&i| bits[i / 64] >> (i % 64) & 1 == 1).map(|i| pts[i]).sum();
     assert_eq!(g2_from_xyzz(&host_batch_add(&exe, 2, 2, as_bytes(&bases), &bits, n)), want, "G2 batch addition");
+}
+
+/// The NTT pass kernels (cuda-src/ntt.cu: `ntt_pass`, `ntt_pass_v2` and `ntt_twiddles`) under the
+/// launch plan the device uses (`ntt::pass_launches`), every block's threads running
+/// concurrently with real barriers, against the CPU FFT: DIF (natural in, bit-reversed out) and
+/// DIT (bit-reversed in, natural out), forward and inverse (unscaled), at sizes that reach each
+/// kernel's paths (v2: run-time passes, and the radix-8 blocks of 2^10 elements with t = 8 and 9,
+/// twiddle rows of 512 and 1024, low indices and groups of higher bits as at 2^27).
+#[test]
+fn ntt_kernels_match_the_cpu_fft_on_the_host() {
+    use cuzk_engine::fft::Domain;
+    use cuzk_engine::gpu::ntt::{omega, pass_launches, NttKernel};
+    let Some(exe) = program(NTT, "") else { return };
+    let mut rng = rng();
+    let bitrev = |v: &[Scalar]| -> Vec<Scalar> {
+        let bits = v.len().trailing_zeros();
+        (0..v.len()).map(|i| v[if bits == 0 { 0 } else { i.reverse_bits() >> (usize::BITS - bits) }]).collect()
+    };
+    let mut cases: Vec<(u32, NttKernel, bool, bool)> = Vec::new();
+    for log_n in [0u32, 1, 2, 5, 10, 13, 16] {
+        for kernel in NttKernel::ALL {
+            for (dif, inverse) in [(true, false), (true, true), (false, false), (false, true)] {
+                cases.push((log_n, kernel, dif, inverse));
+            }
+        }
+    }
+    // 2^18: the top pass with two low indices and the bottom one with two groups, as at 2^27
+    // (the directions the H step runs).
+    cases.push((18, NttKernel::V2, true, true));
+    cases.push((18, NttKernel::V2, false, false));
+    // The radix-8 blocks (2^10 elements, 128 threads, t = 8 or 9) with both twiddle-row sizes,
+    // low indices and groups: the cases must reach them all.
+    let mut shapes = HashSet::new();
+    for &(log_n, kernel, dif, _) in &cases {
+        for l in pass_launches(log_n, dif, kernel) {
+            if l.kernel == NttKernel::V2 && l.threads == 128 && l.t + l.lg_l + l.lg_s == 10 && (l.t == 8 || l.t == 9) {
+                shapes.insert((l.t, (((1u32 << l.t) - 1) << l.lg_l) > 512, l.lg_l > 0, l.lg_s > 0));
+            }
+        }
+    }
+    for want in [(8, true, true, false), (8, false, false, true), (9, true, true, false), (9, false, false, true)] {
+        assert!(shapes.contains(&want), "no case reaches the radix-8 v2 block (t, wide twiddle rows, low indices, groups) = {want:?}: {shapes:?}");
+    }
+    for (log_n, kernel, dif, inverse) in cases {
+        let n = 1usize << log_n;
+        let x: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+        let launches = pass_launches(log_n, dif, kernel);
+        let mut req = Vec::new();
+        for v in [log_n, u32::from(inverse), launches.len() as u32] {
+            req.extend_from_slice(&v.to_le_bytes());
+        }
+        for l in &launches {
+            req.extend_from_slice(&(l.kernel as u32).to_le_bytes());
+            req.extend_from_slice(&l.blocks.to_le_bytes());
+            for v in [l.threads, l.smem, l.b, l.t, l.lg_l, l.lg_s, u32::from(dif)] {
+                req.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+        let mut p = omega(log_n);
+        let pows: Vec<Scalar> = (0..40).map(|_| { let q = p; p = p.square(); q }).collect();
+        req.extend_from_slice(as_bytes(&pows));
+        let input = if dif { x.clone() } else { bitrev(&x) };
+        req.extend_from_slice(as_bytes(&input));
+        let mut child = Command::new(&exe).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("starting the NTT program");
+        child.stdin.take().unwrap().write_all(&req).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "NTT program failed at 2^{log_n} {kernel:?} dif={dif} inverse={inverse}");
+        assert_eq!(out.stdout.len(), 32 * n);
+        // The CPU transform in natural order; the inverse without 1/n.
+        let mut want = x.clone();
+        let d = Domain::new(n).unwrap();
+        if inverse {
+            d.ifft(&mut want);
+            let nn = Scalar::from(n as u64);
+            want.iter_mut().for_each(|w| *w *= nn);
+        } else {
+            d.fft(&mut want);
+        }
+        let want = if dif { bitrev(&want) } else { want };
+        // Elements as the kernels hold them: blst's Montgomery limbs.
+        let bad = out.stdout.chunks_exact(32).zip(as_bytes(&want).chunks_exact(32)).position(|(g, w)| g != w);
+        assert!(bad.is_none(), "2^{log_n} {kernel:?} dif={dif} inverse={inverse}: first wrong element {bad:?} (launches {launches:?})");
+    }
 }

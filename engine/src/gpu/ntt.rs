@@ -185,21 +185,56 @@ pub fn ntt_in_place(dev: &GpuDevice, data: u64, tw: &DevBuf, log_n: u32, dif: bo
     ntt_in_place_with(dev, data, tw, log_n, dif, inverse, NttKernel::for_size(log_n))
 }
 
+/// One pass kernel launch of a transform: `blocks` blocks of `threads` threads with `smem` bytes
+/// of dynamic shared memory, over the bit range [b, b + t) of the element index, blocks of
+/// 2^lg_l low indices (and, for v2, 2^lg_s groups of the higher bits). The kernel's arguments
+/// are (data, tw, log_n, b, t, lg_l, [lg_s,] dif, inverse).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PassLaunch {
+    pub kernel: NttKernel,
+    pub blocks: u64,
+    pub threads: u32,
+    pub smem: u32,
+    pub b: u32,
+    pub t: u32,
+    pub lg_l: u32,
+    pub lg_s: u32,
+}
+
+/// The pass launches of a 2^log_n transform in execution order (DIF top down, DIT bottom up):
+/// what [`ntt_in_place_with`] queues, and what the host emulation of the kernels
+/// (engine/tests/cuda_math_on_host.rs) runs.
+pub fn pass_launches(log_n: u32, dif: bool, kernel: NttKernel) -> Vec<PassLaunch> {
+    plan(log_n, dif)
+        .into_iter()
+        .map(|(b, t)| match kernel {
+            NttKernel::V1 => {
+                let lg_l = lg_low(b);
+                let elems = (1u64 << t) << lg_l;
+                let threads = (elems / 4).clamp(1, 256) as u32;
+                PassLaunch { kernel, blocks: (1u64 << log_n) / elems, threads, smem: (elems * 32) as u32, b, t, lg_l, lg_s: 0 }
+            }
+            NttKernel::V2 => {
+                let (lg_l, lg_s) = v2_shape(log_n, b, t);
+                let elems = 1u64 << (t + lg_l + lg_s);
+                let smem = v2_smem_bytes(log_n, b, t);
+                PassLaunch { kernel, blocks: (1u64 << log_n) / elems, threads: v2_threads(elems), smem, b, t, lg_l, lg_s }
+            }
+        })
+        .collect()
+}
+
 /// [`ntt_in_place`] with the pass kernel given; both kernels give the same bits.
 pub fn ntt_in_place_with(dev: &GpuDevice, data: u64, tw: &DevBuf, log_n: u32, dif: bool, inverse: bool, kernel: NttKernel) -> Result<()> {
     if tw.len() < (16usize << log_n).max(32) {
         return Err(backend_err(format!("NTT twiddle table of {} bytes is too small for 2^{log_n}", tw.len())));
     }
     let (dif_u, inv_u) = (u32::from(dif), u32::from(inverse));
-    let passes = plan(log_n, dif);
-    let v2_elems = |b: u32, t: u32| {
-        let (lg_l, lg_s) = v2_shape(log_n, b, t);
-        1u64 << (t + lg_l + lg_s)
-    };
+    let launches = pass_launches(log_n, dif, kernel);
     if kernel == NttKernel::V2 {
         // Above 48 KiB a block's dynamic shared memory must be allowed explicitly; the largest
         // carveout lets three blocks of 2^10 elements (65 KiB each) share an SM.
-        let most = passes.iter().map(|&(b, t)| v2_smem_bytes(log_n, b, t)).max().unwrap_or(0);
+        let most = launches.iter().map(|l| l.smem).max().unwrap_or(0);
         if most > 48 * 1024 {
             let f = dev.func("ntt_pass_v2")?;
             dev.ctx.bind_to_thread().map_err(|e| backend_err(format!("binding the context for ntt_pass_v2: {e:?}")))?;
@@ -209,27 +244,12 @@ pub fn ntt_in_place_with(dev: &GpuDevice, data: u64, tw: &DevBuf, log_n: u32, di
                 .map_err(|e| backend_err(format!("shared-memory carveout of ntt_pass_v2: {e:?}")))?;
         }
     }
-    for (b, t) in passes {
-        match kernel {
-            NttKernel::V1 => {
-                let lg_l = lg_low(b);
-                let elems = (1u64 << t) << lg_l;
-                let blocks = (1u64 << log_n) / elems;
-                let threads = (elems / 4).clamp(1, 256) as u32;
-                let cfg = LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: (elems * 32) as u32 };
-                gpu_launch!(dev, "ntt_pass", cfg, &data, &tw.ptr(), &log_n, &b, &t, &lg_l, &dif_u, &inv_u)?;
-            }
-            NttKernel::V2 => {
-                let (lg_l, lg_s) = v2_shape(log_n, b, t);
-                let elems = v2_elems(b, t);
-                let blocks = (1u64 << log_n) / elems;
-                let cfg = LaunchConfig {
-                    grid_dim: (blocks as u32, 1, 1),
-                    block_dim: (v2_threads(elems), 1, 1),
-                    shared_mem_bytes: v2_smem_bytes(log_n, b, t),
-                };
-                gpu_launch!(dev, "ntt_pass_v2", cfg, &data, &tw.ptr(), &log_n, &b, &t, &lg_l, &lg_s, &dif_u, &inv_u)?;
-            }
+    for l in launches {
+        let PassLaunch { b, t, lg_l, lg_s, .. } = l;
+        let cfg = LaunchConfig { grid_dim: (l.blocks as u32, 1, 1), block_dim: (l.threads, 1, 1), shared_mem_bytes: l.smem };
+        match l.kernel {
+            NttKernel::V1 => gpu_launch!(dev, "ntt_pass", cfg, &data, &tw.ptr(), &log_n, &b, &t, &lg_l, &dif_u, &inv_u)?,
+            NttKernel::V2 => gpu_launch!(dev, "ntt_pass_v2", cfg, &data, &tw.ptr(), &log_n, &b, &t, &lg_l, &lg_s, &dif_u, &inv_u)?,
         }
     }
     Ok(())

@@ -2,8 +2,11 @@
 // test engine/tests/cuda_math_on_host.rs: it stands in for cuda-src/common.cuh, whose PTX
 // carry-chain helpers it emulates with an explicit carry flag (PTX semantics: `.cc` writes the
 // carry, or the borrow for subtraction; `addc`/`subc` read it).
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 typedef uint32_t u32;
@@ -14,7 +17,8 @@ typedef uint64_t u64;
 #define __noinline__ __attribute__((noinline))
 #define __global__
 
-static u32 CF;
+// One carry flag per emulated thread (the NTT's blocks run their threads concurrently).
+static thread_local u32 CF;
 
 inline u32 add_cc(u32 a, u32 b) { u64 r = (u64)a + b; CF = (u32)(r >> 32); return (u32)r; }
 inline u32 addc_cc(u32 a, u32 b) { u64 r = (u64)a + b + CF; CF = (u32)(r >> 32); return (u32)r; }
