@@ -161,8 +161,8 @@ pub fn run_kernel_bench(dev: &GpuDevice, opts: &KernelBenchOptions) -> Result<Ke
             rep.results.push((key, ms));
         }
         // Heavily repeated scalars: all the same, so each window has one bucket spread over
-        // thousands of shares (the case the tree fold of head partials is for).
-        if curve == Curve::G1 {
+        // thousands of shares (the case the tree fold of head partials is for), G1 and G2.
+        {
             let l = top.min(24);
             let n = 1u64 << l;
             let same = random_scalars(1, rng.next_u64()).repeat(n as usize);
