@@ -184,8 +184,10 @@ struct Field {
     // adding a's odd limbs times bi into it (the shift rides on the multiply-adds), adds a's even
     // limbs times bi into E, and reduces with m = E[0]·INV. Afterwards O is the new odd-aligned
     // part (O[k] at 2^32(k+1)) and E[0] = 0: the next row runs with the roles swapped, so no row
-    // merges the two accumulators (the last merge is after the final row). Bounds: E < 2M·2^32
-    // fits N + 1 limbs; O < 2M fits N limbs, so O's chains never carry out and O[N] stays 0.
+    // merges the two accumulators (the last merge is after the final row). Bounds, with the
+    // running value T < 2M (operands below M) or T < 3M (Fp, operands below 2M such as add_lazy
+    // sums; 3M < 2^(32N)): E < T·2^32 fits N + 1 limbs; O < T fits N limbs, so O's chains never
+    // carry out and O[N] stays 0.
     static __device__ __forceinline__ void alt_row(u32* E, u32* O, const u32* a, u32 bi) {
         E[0] = add_cc(E[0], O[1]);
         _Pragma("unroll") for (int j = 1; j < N; j += 2) {
