@@ -109,10 +109,8 @@ struct Field {
 
     __device__ __forceinline__ Field dbl() const { return *this + *this; }
 
-    // e + o·2^32 += a·b, the even limbs of a into e at (j, j+1) and the odd ones into o at
-    // (j-1, j), so each chain alternates mad.lo/mad.hi on one operand pair (which ptxas fuses into
-    // wide multiply-adds) and never adds twice to a limb; the chains' carries go to e[N], o[N].
-    static __device__ __forceinline__ void mac_row(u32* e, u32* o, const u32* a, u32 b) {
+    // e += the even limbs of a times b, a[j]·b at limbs (j, j+1), the chain's carry into e[N].
+    static __device__ __forceinline__ void mac_even(u32* e, const u32* a, u32 b) {
         e[0] = mad_lo_cc(a[0], b, e[0]);
         e[1] = madc_hi_cc(a[0], b, e[1]);
         _Pragma("unroll") for (int j = 2; j < N; j += 2) {
@@ -120,6 +118,13 @@ struct Field {
             e[j + 1] = madc_hi_cc(a[j], b, e[j + 1]);
         }
         e[N] = addc(e[N], 0);
+    }
+
+    // e + o·2^32 += a·b, the even limbs of a into e at (j, j+1) and the odd ones into o at
+    // (j-1, j), so each chain alternates mad.lo/mad.hi on one operand pair (which ptxas fuses into
+    // wide multiply-adds) and never adds twice to a limb; the chains' carries go to e[N], o[N].
+    static __device__ __forceinline__ void mac_row(u32* e, u32* o, const u32* a, u32 b) {
+        mac_even(e, a, b);
         o[0] = mad_lo_cc(a[1], b, o[0]);
         o[1] = madc_hi_cc(a[1], b, o[1]);
         _Pragma("unroll") for (int j = 3; j < N; j += 2) {
@@ -195,21 +200,9 @@ struct Field {
             O[j] = madc_hi_cc(a[j], bi, j + 2 <= N ? O[j + 2] : 0u);
         }
         O[N] = 0;
-        E[0] = mad_lo_cc(a[0], bi, E[0]);
-        E[1] = madc_hi_cc(a[0], bi, E[1]);
-        _Pragma("unroll") for (int j = 2; j < N; j += 2) {
-            E[j] = madc_lo_cc(a[j], bi, E[j]);
-            E[j + 1] = madc_hi_cc(a[j], bi, E[j + 1]);
-        }
-        E[N] = addc(E[N], 0);
+        mac_even(E, a, bi);
         const u32 m = E[0] * P::INV;
-        E[0] = mad_lo_cc(P::M[0], m, E[0]);
-        E[1] = madc_hi_cc(P::M[0], m, E[1]);
-        _Pragma("unroll") for (int j = 2; j < N; j += 2) {
-            E[j] = madc_lo_cc(P::M[j], m, E[j]);
-            E[j + 1] = madc_hi_cc(P::M[j], m, E[j + 1]);
-        }
-        E[N] = addc(E[N], 0);
+        mac_even(E, P::M, m);
         O[0] = mad_lo_cc(P::M[1], m, O[0]);
         O[1] = madc_hi_cc(P::M[1], m, O[1]);
         _Pragma("unroll") for (int j = 3; j < N; j += 2) {
