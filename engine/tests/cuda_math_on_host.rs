@@ -5,7 +5,9 @@
 //! doublings with the point at infinity, equal and opposite points; and the MSM kernels
 //! (cuda-src/msm.cu: digits, sort, equal-share accumulation with its fix-up, bucket reduction and
 //! its pair rounds; batch_add.cu's fold for batch addition) run one emulated thread at a time under explicit
-//! plans, and batch addition likewise. No GPU needed: the kernels' arithmetic and
+//! plans, and batch addition likewise; the NTT pass kernels (cuda-src/ntt.cu, each block's threads
+//! concurrent at real barriers) under the device's launch plan against the CPU FFT, and the fused
+//! H step (`h::h_steps` with cuda-src/h.cu) against the CPU prover's. No GPU needed: the kernels' arithmetic and
 //! indexing are checked on every machine, and a change to them can be tried here before it costs
 //! device time. (The GPU tests run the same code on the device.)
 
@@ -29,14 +31,15 @@ use rand_chacha::ChaCha20Rng;
 /// The tuning switches of the headers (each variant is checked like the default build).
 const VARIANTS: [&str; 6] = ["", "-DCUZK_MUL_ALT=0", "-DCUZK_MUL_ALT=0 -DCUZK_FR_FAST_REDUCE=1", "-DCUZK_FP_MUL_CALL=1", "-DCUZK_FP_SQR=1", "-DCUZK_FP_CALL_BY_VALUE=1"];
 
-/// The NTT program: the field headers, `cuda-src/ntt.cu` with every block's threads run
-/// concurrently (`kernels_shim.h`, `launch_blocks`), and `ntt_driver.cpp`.
+/// The NTT program: the field headers, `cuda-src/ntt.cu` (every block's threads run
+/// concurrently: `kernels_shim.h`, `launch_blocks`) and `h.cu`, and `ntt_driver.cpp`.
 const NTT: &[&str] = &[
     "tests/host_math/shim.h",
     "tests/host_math/kernels_shim.h",
     "../cuda-src/field.cuh",
     "../cuda-src/fr.cuh",
     "../cuda-src/ntt.cu",
+    "../cuda-src/h.cu",
     "tests/host_math/ntt_driver.cpp",
 ];
 
@@ -359,6 +362,77 @@ fn batch_addition_matches_blstrs_on_the_host() {
     assert_eq!(g2_from_xyzz(&host_batch_add(&exe, 2, 2, as_bytes(&bases), &bits, n)), want, "G2 batch addition");
 }
 
+
+/// One launch of the NTT program (`ntt_driver.cpp`) over its buffers A, B, C.
+enum Op {
+    /// A pass of `ntt::pass_launches` on a buffer.
+    Pass(cuzk_engine::gpu::ntt::PassLaunch, bool, bool, u32),
+    /// `scale_permute`: out, input, from the to-coset table (else the from-coset one), rev_in, out_perm.
+    Scale(u32, u32, bool, bool, bool),
+    /// `h_quotient`.
+    Quotient,
+}
+
+/// The passes of one transform of buffer `x`, as the device runs them.
+fn ntt_ops(log_n: u32, kernel: cuzk_engine::gpu::ntt::NttKernel, dif: bool, inverse: bool, x: u32) -> Vec<Op> {
+    cuzk_engine::gpu::ntt::pass_launches(log_n, dif, kernel).into_iter().map(|l| Op::Pass(l, dif, inverse, x)).collect()
+}
+
+/// Runs `ops` in the NTT program on A, B, C (2^log_n each) with the H step's tables for 2^log_n;
+/// returns A, B, C afterwards, as blst's Montgomery bytes.
+fn run_ntt_program(exe: &Path, log_n: u32, ops: &[Op], bufs: [&[Scalar]; 3]) -> Vec<Vec<u8>> {
+    use cuzk_engine::gpu::h::{h_constants, PowerTables};
+    use cuzk_engine::gpu::ntt::omega;
+    let n = 1usize << log_n;
+    let mut req = Vec::new();
+    let put = |v: u32, req: &mut Vec<u8>| req.extend_from_slice(&v.to_le_bytes());
+    put(log_n, &mut req);
+    put(ops.len() as u32, &mut req);
+    for op in ops {
+        match *op {
+            Op::Pass(l, dif, inverse, x) => {
+                put(0, &mut req);
+                for v in [l.kernel as u32, l.blocks as u32, l.threads, l.smem, l.b, l.t, l.lg_l, l.lg_s, u32::from(dif), u32::from(inverse), x] {
+                    put(v, &mut req);
+                }
+            }
+            Op::Scale(out, input, to, rev, perm) => {
+                put(1, &mut req);
+                for v in [out, input, u32::from(!to), u32::from(rev), u32::from(perm)] {
+                    put(v, &mut req);
+                }
+            }
+            Op::Quotient => put(2, &mut req),
+        }
+    }
+    let mut p = omega(log_n);
+    let pows: Vec<Scalar> = (0..40).map(|_| { let q = p; p = p.square(); q }).collect();
+    req.extend_from_slice(as_bytes(&pows));
+    let ((g, f), (g_inv, f_inv), zinv) = h_constants(log_n).unwrap();
+    let (to_lo, to_hi, lo_bits) = PowerTables::values(g, f, log_n);
+    let (from_lo, from_hi, _) = PowerTables::values(g_inv, f_inv, log_n);
+    put(lo_bits, &mut req);
+    for t in [&to_lo, &to_hi, &from_lo, &from_hi] {
+        req.extend_from_slice(as_bytes(t));
+    }
+    req.extend_from_slice(as_bytes(&[zinv]));
+    for b in bufs {
+        assert_eq!(b.len(), n);
+        req.extend_from_slice(as_bytes(b));
+    }
+    let mut child = Command::new(exe).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("starting the NTT program");
+    child.stdin.take().unwrap().write_all(&req).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "NTT program failed at 2^{log_n}");
+    assert_eq!(out.stdout.len(), 3 * 32 * n);
+    out.stdout.chunks_exact(32 * n).map(|c| c.to_vec()).collect()
+}
+
+/// Index of the first element where `got` (Montgomery bytes) differs from `want`.
+fn first_difference(got: &[u8], want: &[Scalar]) -> Option<usize> {
+    got.chunks_exact(32).zip(as_bytes(want).chunks_exact(32)).position(|(g, w)| g != w)
+}
+
 /// The NTT pass kernels (cuda-src/ntt.cu: `ntt_pass`, `ntt_pass_v2` and `ntt_twiddles`) under the
 /// launch plan the device uses (`ntt::pass_launches`), every block's threads running
 /// concurrently with real barriers, against the CPU FFT: DIF (natural in, bit-reversed out) and
@@ -368,13 +442,9 @@ fn batch_addition_matches_blstrs_on_the_host() {
 #[test]
 fn ntt_kernels_match_the_cpu_fft_on_the_host() {
     use cuzk_engine::fft::Domain;
-    use cuzk_engine::gpu::ntt::{omega, pass_launches, NttKernel};
+    use cuzk_engine::gpu::ntt::{pass_launches, NttKernel};
     let Some(exe) = program(NTT, "") else { return };
     let mut rng = rng();
-    let bitrev = |v: &[Scalar]| -> Vec<Scalar> {
-        let bits = v.len().trailing_zeros();
-        (0..v.len()).map(|i| v[if bits == 0 { 0 } else { i.reverse_bits() >> (usize::BITS - bits) }]).collect()
-    };
     let mut cases: Vec<(u32, NttKernel, bool, bool)> = Vec::new();
     for log_n in [0u32, 1, 2, 5, 10, 13, 16] {
         for kernel in NttKernel::ALL {
@@ -403,28 +473,9 @@ fn ntt_kernels_match_the_cpu_fft_on_the_host() {
     for (log_n, kernel, dif, inverse) in cases {
         let n = 1usize << log_n;
         let x: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
-        let launches = pass_launches(log_n, dif, kernel);
-        let mut req = Vec::new();
-        for v in [log_n, u32::from(inverse), launches.len() as u32] {
-            req.extend_from_slice(&v.to_le_bytes());
-        }
-        for l in &launches {
-            req.extend_from_slice(&(l.kernel as u32).to_le_bytes());
-            req.extend_from_slice(&l.blocks.to_le_bytes());
-            for v in [l.threads, l.smem, l.b, l.t, l.lg_l, l.lg_s, u32::from(dif)] {
-                req.extend_from_slice(&v.to_le_bytes());
-            }
-        }
-        let mut p = omega(log_n);
-        let pows: Vec<Scalar> = (0..40).map(|_| { let q = p; p = p.square(); q }).collect();
-        req.extend_from_slice(as_bytes(&pows));
         let input = if dif { x.clone() } else { bitrev(&x) };
-        req.extend_from_slice(as_bytes(&input));
-        let mut child = Command::new(&exe).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("starting the NTT program");
-        child.stdin.take().unwrap().write_all(&req).unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "NTT program failed at 2^{log_n} {kernel:?} dif={dif} inverse={inverse}");
-        assert_eq!(out.stdout.len(), 32 * n);
+        let zero = vec![Scalar::ZERO; n];
+        let out = run_ntt_program(&exe, log_n, &ntt_ops(log_n, kernel, dif, inverse, 0), [&input, &zero, &zero]);
         // The CPU transform in natural order; the inverse without 1/n.
         let mut want = x.clone();
         let d = Domain::new(n).unwrap();
@@ -436,8 +487,43 @@ fn ntt_kernels_match_the_cpu_fft_on_the_host() {
             d.fft(&mut want);
         }
         let want = if dif { bitrev(&want) } else { want };
-        // Elements as the kernels hold them: blst's Montgomery limbs.
-        let bad = out.stdout.chunks_exact(32).zip(as_bytes(&want).chunks_exact(32)).position(|(g, w)| g != w);
-        assert!(bad.is_none(), "2^{log_n} {kernel:?} dif={dif} inverse={inverse}: first wrong element {bad:?} (launches {launches:?})");
+        let bad = first_difference(&out[0], &want);
+        assert!(bad.is_none(), "2^{log_n} {kernel:?} dif={dif} inverse={inverse}: first wrong element {bad:?} (launches {:?})",
+            pass_launches(log_n, dif, kernel));
+    }
+}
+
+/// `v` in bit-reversed index order.
+fn bitrev(v: &[Scalar]) -> Vec<Scalar> {
+    let bits = v.len().trailing_zeros();
+    (0..v.len()).map(|i| v[if bits == 0 { 0 } else { i.reverse_bits() >> (usize::BITS - bits) }]).collect()
+}
+
+/// The fused H step as the device runs it (`h::h_steps`, each transform's `pass_launches`, the
+/// `scale_permute` and `h_quotient` kernels of cuda-src/h.cu) against the CPU prover's
+/// `Domain::h_coefficients`, with the pass kernel the device picks at each size and with v2.
+#[test]
+fn h_step_matches_the_cpu_on_the_host() {
+    use cuzk_engine::fft::Domain;
+    use cuzk_engine::gpu::h::{h_steps, HStep};
+    use cuzk_engine::gpu::ntt::NttKernel;
+    let Some(exe) = program(NTT, "") else { return };
+    let mut rng = rng();
+    for (log_n, kernel) in [(1u32, None), (4, None), (11, None), (13, Some(NttKernel::V2)), (16, Some(NttKernel::V2))] {
+        let kernel = kernel.unwrap_or(NttKernel::for_size(log_n));
+        let n = 1usize << log_n;
+        let [a, b, c]: [Vec<Scalar>; 3] = std::array::from_fn(|_| (0..n).map(|_| Scalar::random(&mut rng)).collect());
+        let mut ops = Vec::new();
+        for step in h_steps() {
+            match step {
+                HStep::Ntt { x, dif, inverse } => ops.extend(ntt_ops(log_n, kernel, dif, inverse, x as u32)),
+                HStep::Scale { out, input, to_coset, rev_in, out_perm } => ops.push(Op::Scale(out as u32, input as u32, to_coset, rev_in, out_perm)),
+                HStep::Quotient => ops.push(Op::Quotient),
+            }
+        }
+        let out = run_ntt_program(&exe, log_n, &ops, [&a, &b, &c]);
+        let want = Domain::new(n).unwrap().h_coefficients(a, b, c);
+        let bad = first_difference(&out[1][..32 * (n - 1)], &want);
+        assert!(bad.is_none(), "H step at 2^{log_n} with {kernel:?}: first wrong coefficient {bad:?}");
     }
 }

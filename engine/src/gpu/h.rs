@@ -21,6 +21,14 @@ pub struct PowerTables {
 
 impl PowerTables {
     pub fn new(dev: &GpuDevice, g: Scalar, f: Scalar, log_n: u32) -> Result<Self> {
+        let (lo, hi, lo_bits) = Self::values(g, f, log_n);
+        let lo = dev.upload(as_bytes(&lo), "coset power table")?;
+        let hi = dev.upload(as_bytes(&hi), "coset power table")?;
+        Ok(PowerTables { lo, hi, lo_bits })
+    }
+
+    /// The two tables' values (lo, hi, lo_bits), as uploaded by `new`.
+    pub fn values(g: Scalar, f: Scalar, log_n: u32) -> (Vec<Scalar>, Vec<Scalar>, u32) {
         let lo_bits = LO_BITS.min(log_n);
         let lo_len = 1usize << lo_bits;
         let hi_len = 1usize << (log_n - lo_bits);
@@ -37,9 +45,7 @@ impl PowerTables {
             hi.push(q);
             q *= step;
         }
-        let lo = dev.upload(as_bytes(&lo), "coset power table")?;
-        let hi = dev.upload(as_bytes(&hi), "coset power table")?;
-        Ok(PowerTables { lo, hi, lo_bits })
+        (lo, hi, lo_bits)
     }
 }
 
@@ -66,33 +72,83 @@ pub struct HDomain {
     pub zinv: DevBuf,
 }
 
+/// The constants of the H step for 2^log_n: (g, f) of the to-coset and from-coset power tables
+/// (n^-1 · g^k and n^-1 · g^-k) and 1/Z on the coset.
+pub fn h_constants(log_n: u32) -> Result<((Scalar, Scalar), (Scalar, Scalar), Scalar)> {
+    let n = Scalar::from(1u64 << log_n);
+    let n_inv = Option::<Scalar>::from(n.invert()).ok_or_else(|| backend_err("1/n does not exist"))?;
+    let g = Scalar::MULTIPLICATIVE_GENERATOR;
+    let g_inv = Option::<Scalar>::from(g.invert()).ok_or_else(|| backend_err("1/g does not exist"))?;
+    let z = g.pow_vartime([1u64 << log_n]) - Scalar::ONE;
+    let zinv = Option::<Scalar>::from(z.invert()).ok_or_else(|| backend_err("Z on the coset is zero"))?;
+    Ok(((g, n_inv), (g_inv, n_inv), zinv))
+}
+
 impl HDomain {
     pub fn new(dev: &GpuDevice, log_n: u32) -> Result<Self> {
         let tw = super::ntt::twiddles(dev, log_n)?;
-        let n = Scalar::from(1u64 << log_n);
-        let n_inv = Option::<Scalar>::from(n.invert()).ok_or_else(|| backend_err("1/n does not exist"))?;
-        let g = Scalar::MULTIPLICATIVE_GENERATOR;
-        let g_inv = Option::<Scalar>::from(g.invert()).ok_or_else(|| backend_err("1/g does not exist"))?;
-        let to_coset = PowerTables::new(dev, g, n_inv, log_n)?;
-        let from_coset = PowerTables::new(dev, g_inv, n_inv, log_n)?;
-        let z = g.pow_vartime([1u64 << log_n]) - Scalar::ONE;
-        let zinv = Option::<Scalar>::from(z.invert()).ok_or_else(|| backend_err("Z on the coset is zero"))?;
+        let ((g, f), (g_inv, f_inv), zinv) = h_constants(log_n)?;
+        let to_coset = PowerTables::new(dev, g, f, log_n)?;
+        let from_coset = PowerTables::new(dev, g_inv, f_inv, log_n)?;
         let zinv = dev.upload(as_bytes(&[zinv]), "1/Z")?;
         Ok(HDomain { log_n, tw, to_coset, from_coset, zinv })
     }
+}
+
+/// One of the H step's three buffers (the evaluations of a, b, c on entry).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HBuf {
+    A = 0,
+    B = 1,
+    C = 2,
+}
+
+/// One step of the fused H step, in order ([`h_steps`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HStep {
+    /// `ntt_in_place` on a buffer.
+    Ntt { x: HBuf, dif: bool, inverse: bool },
+    /// `scale_permute` by the to-coset (`to_coset`) or the from-coset power tables.
+    Scale { out: HBuf, input: HBuf, to_coset: bool, rev_in: bool, out_perm: bool },
+    /// `h_quotient`: A = (A·B − C)/Z.
+    Quotient,
+}
+
+/// The H step: per buffer, inverse DIF (natural → bit-reversed coefficients · n), scale by
+/// g^k / n (staying bit-reversed), DIT (→ natural coset evaluations); the quotient into A; the
+/// inverse DIF of A, then B = A scaled by g^-k / n and permuted to natural order (H's
+/// coefficients). What `compute_h_device` runs, and what the host emulation of the kernels
+/// (engine/tests/cuda_math_on_host.rs) runs.
+pub fn h_steps() -> Vec<HStep> {
+    let mut v = Vec::new();
+    for x in [HBuf::A, HBuf::B, HBuf::C] {
+        v.push(HStep::Ntt { x, dif: true, inverse: true });
+        v.push(HStep::Scale { out: x, input: x, to_coset: true, rev_in: true, out_perm: false });
+        v.push(HStep::Ntt { x, dif: false, inverse: false });
+    }
+    v.push(HStep::Quotient);
+    v.push(HStep::Ntt { x: HBuf::A, dif: true, inverse: true });
+    v.push(HStep::Scale { out: HBuf::B, input: HBuf::A, to_coset: false, rev_in: true, out_perm: true });
+    v
 }
 
 /// Computes H on the device. `a`, `b`, `c` are device addresses of 2^log_n evaluations each; on
 /// return `b` holds H's coefficients in natural order (`a` and `c` are scratch).
 pub fn compute_h_device(dev: &GpuDevice, d: &HDomain, a: u64, b: u64, c: u64) -> Result<()> {
     let log_n = d.log_n;
-    for x in [a, b, c] {
-        ntt_in_place(dev, x, &d.tw, log_n, true, true)?; // natural -> bit-reversed coefficients · n
-        scale_permute(dev, x, x, &d.to_coset, log_n, true, false)?; // · g^k / n, stays bit-reversed
-        ntt_in_place(dev, x, &d.tw, log_n, false, false)?; // bit-reversed -> natural coset evaluations
+    let ptr = |x: HBuf| [a, b, c][x as usize];
+    for step in h_steps() {
+        match step {
+            HStep::Ntt { x, dif, inverse } => ntt_in_place(dev, ptr(x), &d.tw, log_n, dif, inverse)?,
+            HStep::Scale { out, input, to_coset, rev_in, out_perm } => {
+                let t = if to_coset { &d.to_coset } else { &d.from_coset };
+                scale_permute(dev, ptr(out), ptr(input), t, log_n, rev_in, out_perm)?
+            }
+            HStep::Quotient => {
+                let n = 1u64 << log_n;
+                gpu_launch!(dev, "h_quotient", grid(n, 256), &a, &b, &c, &d.zinv.ptr(), &n)?
+            }
+        }
     }
-    let n = 1u64 << log_n;
-    gpu_launch!(dev, "h_quotient", grid(n, 256), &a, &b, &c, &d.zinv.ptr(), &n)?;
-    ntt_in_place(dev, a, &d.tw, log_n, true, true)?;
-    scale_permute(dev, b, a, &d.from_coset, log_n, true, true)
+    Ok(())
 }

@@ -1,9 +1,15 @@
-// Appended after shim.h, kernels_shim.h, the field headers and cuda-src/ntt.cu. One request on
-// stdin: `u32 log_n, u32 inverse, u32 launches`, then per launch (ntt.rs, `pass_launches`)
-// `u32 kernel (0 ntt_pass, 1 ntt_pass_v2), u64 blocks, u32 threads, u32 smem, u32 b, t, lg_l,
-// lg_s, dif`; then pows[k] = w^(2^k) (40 Fr) and the 2^log_n elements (Fr, Montgomery form).
-// Builds the twiddle table with ntt_twiddles (one thread after another), runs the passes with
-// every block's threads concurrent (launch_blocks) and writes the elements back.
+// Appended after shim.h, kernels_shim.h, the field headers, cuda-src/ntt.cu and cuda-src/h.cu.
+// One request on stdin runs a list of launches over three buffers A, B, C of 2^log_n Fr
+// (Montgomery form) and writes the three buffers back. The request:
+//   u32 log_n, u32 ops, then each op: u32 code and its u32 fields
+//     0 pass:     kernel (0 ntt_pass, 1 ntt_pass_v2), blocks, threads, smem, b, t, lg_l, lg_s,
+//                 dif, inverse, buffer       (ntt.rs `pass_launches`)
+//     1 scale:    out, input, table (0 to-coset, 1 from-coset), rev_in, out_perm (h.rs)
+//     2 quotient: A = (A·B − C)·zinv
+//   then pows[k] = w^(2^k) (40 Fr), u32 lo_bits, the to-coset lo and hi tables, the from-coset
+//   lo and hi tables, zinv (1 Fr), and A, B, C.
+// The twiddle table comes from ntt_twiddles (one thread after another), the passes run with every
+// block's threads concurrent (launch_blocks), the element-wise kernels one thread after another.
 
 // The kernels' dynamic shared memory (`extern __shared__`), one array reused by every block.
 static const u64 SMEM_WORDS = 1 << 15;
@@ -11,30 +17,54 @@ u32 sm[SMEM_WORDS];
 u32 ntt2_sm[SMEM_WORDS];
 
 static bool read_u32(u32* v) { return fread(v, 4, 1, stdin) == 1; }
+static bool read_fr(std::vector<u32>& v, u64 count) {
+    v.resize(count * 8);
+    return fread(v.data(), 4, v.size(), stdin) == v.size();
+}
 
 int main() {
-    u32 log_n, inverse, count;
-    if (!read_u32(&log_n) || !read_u32(&inverse) || !read_u32(&count)) return 1;
-    struct L { u32 kernel; u64 blocks; u32 threads, smem, b, t, lg_l, lg_s, dif; };
-    std::vector<L> ls(count);
-    for (auto& l : ls) {
-        if (!read_u32(&l.kernel) || fread(&l.blocks, 8, 1, stdin) != 1) return 1;
-        u32* f[] = {&l.threads, &l.smem, &l.b, &l.t, &l.lg_l, &l.lg_s, &l.dif};
-        for (u32* p : f) if (!read_u32(p)) return 1;
-        if (l.smem > 4 * SMEM_WORDS) { fprintf(stderr, "shared memory of %u bytes exceeds the emulation's\n", l.smem); return 2; }
+    u32 log_n, count;
+    if (!read_u32(&log_n) || !read_u32(&count)) return 1;
+    std::vector<std::vector<u32>> ops(count);
+    for (auto& op : ops) {
+        u32 code;
+        if (!read_u32(&code)) return 1;
+        const u32 fields = code == 0 ? 11 : code == 1 ? 5 : 0;
+        op.resize(1 + fields);
+        op[0] = code;
+        for (u32 i = 1; i <= fields; i++) if (!read_u32(&op[i])) return 1;
+        if (code == 0 && op[4] > 4 * SMEM_WORDS) { fprintf(stderr, "shared memory of %u bytes exceeds the emulation's\n", op[4]); return 2; }
     }
     const u64 n = 1ull << log_n;
-    std::vector<u32> pows(40 * 8), data(n * 8);
-    if (fread(pows.data(), 4, pows.size(), stdin) != pows.size()) return 1;
-    if (fread(data.data(), 4, data.size(), stdin) != data.size()) return 1;
+    u32 lo_bits;
+    std::vector<u32> pows, to_lo, to_hi, from_lo, from_hi, zinv, buf[3];
+    if (!read_fr(pows, 40) || !read_u32(&lo_bits)) return 1;
+    const u64 lo_len = 1ull << lo_bits, hi_len = n >> lo_bits;
+    if (!read_fr(to_lo, lo_len) || !read_fr(to_hi, hi_len) || !read_fr(from_lo, lo_len) || !read_fr(from_hi, hi_len)) return 1;
+    if (!read_fr(zinv, 1) || !read_fr(buf[0], n) || !read_fr(buf[1], n) || !read_fr(buf[2], n)) return 1;
     const u64 tw_count = log_n == 0 ? 1 : n / 2;
     std::vector<u32> tw(tw_count * 8);
     launch(tw_count, [&] { ntt_twiddles(tw.data(), pows.data(), tw_count); });
-    for (const auto& l : ls) {
-        if (l.kernel == 0)
-            launch_blocks(l.blocks, l.threads, [&] { ntt_pass(data.data(), tw.data(), log_n, l.b, l.t, l.lg_l, l.dif, inverse); });
-        else
-            launch_blocks(l.blocks, l.threads, [&] { ntt_pass_v2(data.data(), tw.data(), log_n, l.b, l.t, l.lg_l, l.lg_s, l.dif, inverse); });
+    for (const auto& op : ops) {
+        if (op[0] == 0) {
+            const u64 blocks = op[2];
+            const u32 kernel = op[1], threads = op[3], b = op[5], t = op[6], lg_l = op[7], lg_s = op[8], dif = op[9], inv = op[10];
+            u32* x = buf[op[11]].data();
+            if (kernel == 0) launch_blocks(blocks, threads, [&] { ntt_pass(x, tw.data(), log_n, b, t, lg_l, dif, inv); });
+            else launch_blocks(blocks, threads, [&] { ntt_pass_v2(x, tw.data(), log_n, b, t, lg_l, lg_s, dif, inv); });
+        } else if (op[0] == 1) {
+            const bool to = op[3] == 0;
+            const u32* lo = (to ? to_lo : from_lo).data();
+            const u32* hi = (to ? to_hi : from_hi).data();
+            u32* out = buf[op[1]].data();
+            const u32* in = buf[op[2]].data();
+            const u32 rev = op[4], perm = op[5];
+            // blockIdx.x * blockDim.x + threadIdx.x = the element, as `grid(n, 256)` launches it.
+            launch(n, [&] { scale_permute(out, in, lo, hi, lo_bits, log_n, rev, perm); });
+        } else {
+            launch(n, [&] { h_quotient(buf[0].data(), buf[1].data(), buf[2].data(), zinv.data(), n); });
+        }
     }
-    return fwrite(data.data(), 4, data.size(), stdout) == data.size() ? 0 : 1;
+    for (auto& b : buf) if (fwrite(b.data(), 4, b.size(), stdout) != b.size()) return 1;
+    return 0;
 }
