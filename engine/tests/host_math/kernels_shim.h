@@ -69,22 +69,25 @@ void launch(u64 threads, K kernel) {
     }
 }
 
+// One host thread per thread of a block, kept for every block of the launch: after a block, all
+// meet once more before the next block starts (its shared memory is the same array).
 template <class K>
 void launch_blocks(u64 blocks, u32 threads, K kernel) {
-    for (u64 blk = 0; blk < blocks; blk++) {
-        BlockBarrier bar(threads);
-        std::vector<std::thread> pool;
-        pool.reserve(threads);
-        for (u32 t = 0; t < threads; t++) {
-            pool.emplace_back([&, t] {
+    BlockBarrier bar(threads);
+    std::vector<std::thread> pool;
+    pool.reserve(threads);
+    for (u32 t = 0; t < threads; t++) {
+        pool.emplace_back([&, t] {
+            gridDim.x = (u32)blocks;
+            blockDim.x = threads;
+            threadIdx.x = t;
+            block_barrier = &bar;
+            for (u64 blk = 0; blk < blocks; blk++) {
                 blockIdx.x = (u32)blk;
-                gridDim.x = (u32)blocks;
-                blockDim.x = threads;
-                threadIdx.x = t;
-                block_barrier = &bar;
                 kernel();
-            });
-        }
-        for (auto& th : pool) th.join();
+                bar.wait();
+            }
+        });
     }
+    for (auto& th : pool) th.join();
 }
