@@ -120,17 +120,23 @@ struct Field {
         e[N] = addc(e[N], 0);
     }
 
-    // e + o·2^32 += a·b, the even limbs of a into e at (j, j+1) and the odd ones into o at
-    // (j-1, j), so each chain alternates mad.lo/mad.hi on one operand pair (which ptxas fuses into
-    // wide multiply-adds) and never adds twice to a limb; the chains' carries go to e[N], o[N].
-    static __device__ __forceinline__ void mac_row(u32* e, u32* o, const u32* a, u32 b) {
-        mac_even(e, a, b);
+    // o += the odd limbs of a times b, a[j]·b at limbs (j-1, j) of o (o counts from 2^32); the
+    // chain's carry is left in the carry flag.
+    static __device__ __forceinline__ void mac_odd(u32* o, const u32* a, u32 b) {
         o[0] = mad_lo_cc(a[1], b, o[0]);
         o[1] = madc_hi_cc(a[1], b, o[1]);
         _Pragma("unroll") for (int j = 3; j < N; j += 2) {
             o[j - 1] = madc_lo_cc(a[j], b, o[j - 1]);
             o[j] = madc_hi_cc(a[j], b, o[j]);
         }
+    }
+
+    // e + o·2^32 += a·b, the even limbs of a into e at (j, j+1) and the odd ones into o at
+    // (j-1, j), so each chain alternates mad.lo/mad.hi on one operand pair (which ptxas fuses into
+    // wide multiply-adds) and never adds twice to a limb; the chains' carries go to e[N], o[N].
+    static __device__ __forceinline__ void mac_row(u32* e, u32* o, const u32* a, u32 b) {
+        mac_even(e, a, b);
+        mac_odd(o, a, b);
         o[N] = addc(o[N], 0);
     }
 
@@ -203,12 +209,7 @@ struct Field {
         mac_even(E, a, bi);
         const u32 m = E[0] * P::INV;
         mac_even(E, P::M, m);
-        O[0] = mad_lo_cc(P::M[1], m, O[0]);
-        O[1] = madc_hi_cc(P::M[1], m, O[1]);
-        _Pragma("unroll") for (int j = 3; j < N; j += 2) {
-            O[j - 1] = madc_lo_cc(P::M[j], m, O[j - 1]);
-            O[j] = madc_hi_cc(P::M[j], m, O[j]);
-        }
+        mac_odd(O, P::M, m);  // no carry out (see the bounds above)
     }
 
     // The Montgomery product with alternating accumulators (see alt_row): rows 0, 2, ... run on

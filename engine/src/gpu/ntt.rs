@@ -152,11 +152,10 @@ fn v2_threads(elems: u64) -> u32 {
     (elems / 8).clamp(1, 128) as u32
 }
 
-/// Dynamic shared memory of an `ntt_pass_v2` block of the pass (b, t) of 2^log_n: 8 data rows of
-/// E + E/32 words (+ 16), 8 twiddle rows of `v2_twiddle_row` words.
-fn v2_smem_bytes(log_n: u32, b: u32, t: u32) -> u32 {
-    let (lg_l, lg_s) = v2_shape(log_n, b, t);
-    let elems = 1u64 << (t + lg_l + lg_s);
+/// Dynamic shared memory of an `ntt_pass_v2` block of `elems` elements, t stages and 2^lg_l low
+/// indices (`v2_shape`): 8 data rows of E + E/32 words (+ 16), 8 twiddle rows of
+/// `v2_twiddle_row` words.
+fn v2_smem_bytes(t: u32, lg_l: u32, elems: u64) -> u32 {
     let rs = elems + elems / 32;
     (4 * (8 * rs + 16 + 8 * v2_twiddle_row(t, lg_l, elems) as u64)) as u32
 }
@@ -217,7 +216,7 @@ pub fn pass_launches(log_n: u32, dif: bool, kernel: NttKernel) -> Vec<PassLaunch
             NttKernel::V2 => {
                 let (lg_l, lg_s) = v2_shape(log_n, b, t);
                 let elems = 1u64 << (t + lg_l + lg_s);
-                let smem = v2_smem_bytes(log_n, b, t);
+                let smem = v2_smem_bytes(t, lg_l, elems);
                 PassLaunch { kernel, blocks: (1u64 << log_n) / elems, threads: v2_threads(elems), smem, b, t, lg_l, lg_s }
             }
         })
@@ -466,7 +465,7 @@ mod model {
             let l = 1u32 << lg_l;
             let twn = ((1u32 << t) - 1) << lg_l;
             let tws = v2_twiddle_row(t, lg_l, e_n as u64);
-            let smem_words = v2_smem_bytes(log_n, b, t) as usize / 4;
+            let smem_words = v2_smem_bytes(t, lg_l, e_n as u64) as usize / 4;
             let tsm = 8 * rs + 16;
             let mut sm: Vec<Option<u32>> = vec![None; smem_words];
             let lg = (blk % ((1u64 << b) >> lg_l)) as u32;

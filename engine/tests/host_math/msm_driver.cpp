@@ -129,7 +129,6 @@ int main() {
             case 1: ok = msm<Fp>(head[1], n, tail[0], tail[1], false); break;
             case 2: ok = msm<Fp2>(head[1], n, tail[0], tail[1], false); break;
             case 5: ok = msm<Fp>(head[1], n, tail[0], tail[1], true); break;
-
             case 3: ok = batch<Fp>(n, tail[0]); break;
             case 4: ok = batch<Fp2>(n, tail[0]); break;
         }
