@@ -111,21 +111,27 @@ fn build(parts: &[&str], flags: &str) -> Option<PathBuf> {
     Some(exe)
 }
 
+/// Runs the host program `exe` on `request` (its stdin); returns its stdout, after checking that
+/// it succeeded (`what` names the request in the failure).
+fn exchange(exe: &Path, request: &[u8], what: &str) -> Vec<u8> {
+    let mut child = Command::new(exe).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("starting the host program");
+    child.stdin.take().unwrap().write_all(request).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{what}");
+    out.stdout
+}
+
+/// Little-endian bytes of `words`.
+fn le_words(words: &[u32]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
 /// One request: `kind`, `op`, `n` values of `a` and of `b`; returns the n results' bytes.
 fn run(exe: &Path, kind: u32, op: u32, n: usize, a: &[u8], b: &[u8], out_bytes: usize) -> Vec<u8> {
-    let mut child = Command::new(exe).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("starting the host program");
-    {
-        let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(&kind.to_le_bytes()).unwrap();
-        stdin.write_all(&op.to_le_bytes()).unwrap();
-        stdin.write_all(&(n as u64).to_le_bytes()).unwrap();
-        stdin.write_all(a).unwrap();
-        stdin.write_all(b).unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "host program failed on kind {kind} op {op}");
-    assert_eq!(out.stdout.len(), n * out_bytes);
-    out.stdout
+    let req = [le_words(&[kind, op]), (n as u64).to_le_bytes().to_vec(), a.to_vec(), b.to_vec()].concat();
+    let out = exchange(exe, &req, &format!("host program failed on kind {kind} op {op}"));
+    assert_eq!(out.len(), n * out_bytes);
+    out
 }
 
 fn rng() -> ChaCha20Rng {
@@ -251,23 +257,11 @@ fn combine<G: Group>(windows: Vec<G>, c: u32) -> G {
 fn host_msm(exe: &Path, curve: u32, c: u32, per: u32, bases: &[u8], scalars: &[Scalar]) -> Vec<u8> {
     let n = scalars.len();
     let plan = MsmPlan::with_window(n as u64, if curve == 2 { Kind::G2 } else { Kind::G1 }, c).with_share(per);
-    let mut child = Command::new(exe).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("starting the host MSM");
-    {
-        let mut stdin = child.stdin.take().unwrap();
-        for w in [curve, c] {
-            stdin.write_all(&w.to_le_bytes()).unwrap();
-        }
-        stdin.write_all(&(n as u64).to_le_bytes()).unwrap();
-        for w in [per, plan.segments] {
-            stdin.write_all(&w.to_le_bytes()).unwrap();
-        }
-        stdin.write_all(bases).unwrap();
-        stdin.write_all(as_bytes(scalars)).unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "host MSM failed (curve {curve}, c = {c}, {per} per thread)");
-    assert_eq!(out.stdout.len(), plan.windows as usize * if curve == 2 { 384 } else { 192 });
-    out.stdout
+    let req = [le_words(&[curve, c]), (n as u64).to_le_bytes().to_vec(), le_words(&[per, plan.segments]), bases.to_vec(), as_bytes(scalars).to_vec()]
+        .concat();
+    let out = exchange(exe, &req, &format!("host MSM failed (curve {curve}, c = {c}, {per} per thread)"));
+    assert_eq!(out.len(), plan.windows as usize * if curve == 2 { 384 } else { 192 });
+    out
 }
 
 #[test]
@@ -312,22 +306,8 @@ fn msm_kernels_match_blstrs_on_the_host() {
 
 /// Batch addition and the fold on the host: the sum of the bases whose bit is set.
 fn host_batch_add(exe: &Path, curve: u32, wpt: u32, bases: &[u8], bits: &[u64], n: usize) -> Vec<u8> {
-    let mut child = Command::new(exe).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("starting the host program");
-    {
-        let mut stdin = child.stdin.take().unwrap();
-        for w in [curve + 2, 0] {
-            stdin.write_all(&w.to_le_bytes()).unwrap();
-        }
-        stdin.write_all(&(n as u64).to_le_bytes()).unwrap();
-        for w in [wpt, 0] {
-            stdin.write_all(&w.to_le_bytes()).unwrap();
-        }
-        stdin.write_all(bases).unwrap();
-        stdin.write_all(as_bytes(bits)).unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "host batch addition failed");
-    out.stdout
+    let req = [le_words(&[curve + 2, 0]), (n as u64).to_le_bytes().to_vec(), le_words(&[wpt, 0]), bases.to_vec(), as_bytes(bits).to_vec()].concat();
+    exchange(exe, &req, "host batch addition failed")
 }
 
 #[test]
@@ -382,36 +362,23 @@ fn ntt_ops(log_n: u32, kernel: cuzk_engine::gpu::ntt::NttKernel, dif: bool, inve
 /// returns A, B, C afterwards, as blst's Montgomery bytes.
 fn run_ntt_program(exe: &Path, log_n: u32, ops: &[Op], bufs: [&[Scalar]; 3]) -> Vec<Vec<u8>> {
     use cuzk_engine::gpu::h::{h_constants, PowerTables};
-    use cuzk_engine::gpu::ntt::omega;
+    use cuzk_engine::gpu::ntt::root_powers;
     let n = 1usize << log_n;
-    let mut req = Vec::new();
-    let put = |v: u32, req: &mut Vec<u8>| req.extend_from_slice(&v.to_le_bytes());
-    put(log_n, &mut req);
-    put(ops.len() as u32, &mut req);
+    let mut req = le_words(&[log_n, ops.len() as u32]);
     for op in ops {
-        match *op {
+        req.extend(match *op {
             Op::Pass(l, dif, inverse, x) => {
-                put(0, &mut req);
-                for v in [l.kernel as u32, l.blocks as u32, l.threads, l.smem, l.b, l.t, l.lg_l, l.lg_s, u32::from(dif), u32::from(inverse), x] {
-                    put(v, &mut req);
-                }
+                le_words(&[0, l.kernel as u32, l.blocks as u32, l.threads, l.smem, l.b, l.t, l.lg_l, l.lg_s, u32::from(dif), u32::from(inverse), x])
             }
-            Op::Scale(out, input, to, rev, perm) => {
-                put(1, &mut req);
-                for v in [out, input, u32::from(!to), u32::from(rev), u32::from(perm)] {
-                    put(v, &mut req);
-                }
-            }
-            Op::Quotient => put(2, &mut req),
-        }
+            Op::Scale(out, input, to, rev, perm) => le_words(&[1, out, input, u32::from(!to), u32::from(rev), u32::from(perm)]),
+            Op::Quotient => le_words(&[2]),
+        });
     }
-    let mut p = omega(log_n);
-    let pows: Vec<Scalar> = (0..40).map(|_| { let q = p; p = p.square(); q }).collect();
-    req.extend_from_slice(as_bytes(&pows));
+    req.extend_from_slice(as_bytes(&root_powers(log_n)));
     let ((g, f), (g_inv, f_inv), zinv) = h_constants(log_n).unwrap();
     let (to_lo, to_hi, lo_bits) = PowerTables::values(g, f, log_n);
     let (from_lo, from_hi, _) = PowerTables::values(g_inv, f_inv, log_n);
-    put(lo_bits, &mut req);
+    req.extend(le_words(&[lo_bits]));
     for t in [&to_lo, &to_hi, &from_lo, &from_hi] {
         req.extend_from_slice(as_bytes(t));
     }
@@ -420,12 +387,9 @@ fn run_ntt_program(exe: &Path, log_n: u32, ops: &[Op], bufs: [&[Scalar]; 3]) -> 
         assert_eq!(b.len(), n);
         req.extend_from_slice(as_bytes(b));
     }
-    let mut child = Command::new(exe).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("starting the NTT program");
-    child.stdin.take().unwrap().write_all(&req).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "NTT program failed at 2^{log_n}");
-    assert_eq!(out.stdout.len(), 3 * 32 * n);
-    out.stdout.chunks_exact(32 * n).map(|c| c.to_vec()).collect()
+    let out = exchange(exe, &req, &format!("NTT program failed at 2^{log_n}"));
+    assert_eq!(out.len(), 3 * 32 * n);
+    out.chunks_exact(32 * n).map(|c| c.to_vec()).collect()
 }
 
 /// Index of the first element where `got` (Montgomery bytes) differs from `want`.

@@ -72,20 +72,25 @@ pub fn omega(log_n: u32) -> Scalar {
     w
 }
 
+/// w^(2^k) for k < 40, w = `omega(log_n)`: what `ntt_twiddles` builds the twiddle table from.
+pub fn root_powers(log_n: u32) -> Vec<Scalar> {
+    let mut p = omega(log_n);
+    (0..40)
+        .map(|_| {
+            let q = p;
+            p = p.square();
+            q
+        })
+        .collect()
+}
+
 /// The twiddle table w^j, j < max(n/2, 1), of the domain 2^log_n, built on the device.
 pub fn twiddles(dev: &GpuDevice, log_n: u32) -> Result<DevBuf> {
     if log_n > Scalar::S {
         return Err(backend_err(format!("NTT domain 2^{log_n} exceeds Fr's 2-adicity {}", Scalar::S)));
     }
     let count: u64 = if log_n == 0 { 1 } else { 1u64 << (log_n - 1) };
-    let w = omega(log_n);
-    let mut pows = Vec::with_capacity(40);
-    let mut p = w;
-    for _ in 0..40 {
-        pows.push(p);
-        p = p.square();
-    }
-    let pows_d = dev.upload(as_bytes(&pows), "NTT root powers")?;
+    let pows_d = dev.upload(as_bytes(&root_powers(log_n)), "NTT root powers")?;
     let tw = dev.alloc(count as usize * 32, "NTT twiddles")?;
     gpu_launch!(dev, "ntt_twiddles", grid(count, 256), &tw.ptr(), &pows_d.ptr(), &count)?;
     Ok(tw)
