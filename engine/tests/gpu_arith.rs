@@ -76,3 +76,39 @@ fn field_arithmetic_matches_blstrs() {
         }
     }
 }
+
+/// The product-throughput kernels of `cuzk bench kernels` (K chains x <- x·y a thread) give
+/// x·y^rounds, for Fr and Fp, one and four chains.
+#[test]
+fn product_chains_match_blstrs() {
+    let Some(b) = backend("product_chains_match_blstrs") else { return };
+    let dev = b.device();
+    let mut rng = rng("product_chains_match_blstrs");
+    let (n, rounds) = (300u64, 7u32);
+    fn chains<T: Copy + Default>(dev: &GpuDevice, kernel: &str, a: &[T], b: &[T], n: u64, rounds: u32) -> Vec<T> {
+        let da = dev.upload(as_bytes(a), "a").unwrap();
+        let db = dev.upload(as_bytes(b), "b").unwrap();
+        let out = dev.alloc(std::mem::size_of_val(a), "out").unwrap();
+        let f = || -> cuzk_engine::gpu::Result<()> {
+            cuzk_engine::gpu_launch!(dev, kernel, grid(n, 128), &out.ptr(), &da.ptr(), &db.ptr(), &n, &rounds)
+        };
+        f().unwrap();
+        let mut r = vec![T::default(); a.len()];
+        dev.download(&out, 0, as_bytes_mut(&mut r), "out").unwrap();
+        r
+    }
+    for k in [1usize, 4] {
+        let fa = with_edges(scalars(&mut rng, k * n as usize), [Scalar::ZERO, Scalar::ONE, -Scalar::ONE]);
+        let fb = with_edges(scalars(&mut rng, n as usize), [-Scalar::ONE, Scalar::ONE, -Scalar::ONE]);
+        let got = chains(dev, &format!("mul_chains_fr{k}"), &fa, &fb, n, rounds);
+        for (j, g) in got.iter().enumerate() {
+            assert_eq!(*g, fa[j] * fb[j / k].pow_vartime([rounds as u64]), "Fr, {k} chains, element {j}");
+        }
+        let pa = with_edges((0..k * n as usize).map(|_| Fp::random(&mut rng)).collect(), [Fp::ZERO, Fp::ONE, -Fp::ONE]);
+        let pb = with_edges((0..n as usize).map(|_| Fp::random(&mut rng)).collect(), [-Fp::ONE, Fp::ONE, -Fp::ONE]);
+        let got = chains(dev, &format!("mul_chains_fp{k}"), &pa, &pb, n, rounds);
+        for (j, g) in got.iter().enumerate() {
+            assert_eq!(*g, pa[j] * pb[j / k].pow_vartime([rounds as u64]), "Fp, {k} chains, element {j}");
+        }
+    }
+}

@@ -28,7 +28,7 @@ pub struct KernelBenchOptions {
     pub max_log: u32,
     /// Distinct random points generated on the CPU and tiled to the benchmark size.
     pub distinct_points: usize,
-    /// Run only the families whose name contains this (msm_g1, msm_g2, ntt, h, batch_add).
+    /// Run only the families whose name contains this (field, msm_g1, msm_g2, ntt, h, batch_add).
     pub only: Option<String>,
     /// Window sizes to measure besides the planned one, at each MSM family's largest size.
     pub msm_windows: Vec<u32>,
@@ -129,6 +129,39 @@ pub fn run_kernel_bench(dev: &GpuDevice, opts: &KernelBenchOptions) -> Result<Ke
         None => true,
         Some(o) => family.contains(o),
     };
+
+    // Field products, register resident: K independent chains a thread (K = 1: latency bound;
+    // K = 4: throughput), against the floor model (16.7e12 32-bit multiply-adds/s over ~264 of
+    // them an Fr product, ~588 an Fp one).
+    if want("field") {
+        let threads: u64 = 1 << 20;
+        for (name, words, floor, rounds) in [("fr", 8usize, 16.7e12 / 264.0, 1000u32), ("fp", 12, 16.7e12 / 588.0, 400)] {
+            let elems = |count: usize, seed: u64| -> Vec<u8> {
+                if words == 8 {
+                    return as_bytes(&random_scalars(count, seed)).to_vec();
+                }
+                let v: Vec<blstrs::Fp> = (0..count)
+                    .into_par_iter()
+                    .map(|i| blstrs::Fp::random(ChaCha20Rng::seed_from_u64(seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))))
+                    .collect();
+                as_bytes(&v).to_vec()
+            };
+            let a = dev.upload(&elems(4 * threads as usize, rng.next_u64()), "bench field a")?;
+            let b = dev.upload(&elems(threads as usize, rng.next_u64()), "bench field b")?;
+            let out_buf = dev.alloc(4 * threads as usize * words * 4, "bench field out")?;
+            for k in [1u32, 4] {
+                let kernel = format!("mul_chains_{name}{k}");
+                let ms = time_ms(dev, opts.reps, || {
+                    crate::gpu_launch!(dev, &kernel, super::device::grid(threads, 128), &out_buf.ptr(), &a.ptr(), &b.ptr(), &threads, &rounds)
+                })?;
+                let rate = (threads * k as u64 * rounds as u64) as f64 / (ms / 1e3);
+                let key = format!("field_{name}_mul_x{k}");
+                line(&mut out, format!("{key:<18} {ms:>9.2} ms  {rate:.2e} products/s ({:.0}% of the {floor:.2e}/s floor model; {k} chain{} a thread)",
+                    100.0 * rate / floor, if k == 1 { "" } else { "s" }));
+                rep.results.push((key, ms));
+            }
+        }
+    }
 
     // MSM, bases resident, random scalars resident.
     for (curve, logs) in [(Curve::G1, &[20u32, 22, 24, 26][..]), (Curve::G2, &[20u32, 22, 24][..])] {

@@ -40,28 +40,19 @@ fn bucket_ps(curve: Curve) -> u64 {
     }
 }
 /// A curve's accumulation kernel and its threads per block (at most its `__launch_bounds__` in
-/// cuda-src/msm.cu; the kernels index by global thread only). Switches, read once:
-/// - `CUZK_MSM_LOCKSTEP=0`: G1 runs the 128-thread `msm_accumulate_g1` instead of
-///   `msm_accumulate_g1_lockstep`, one block of 512 threads per SM whose warps take every
-///   addition together (a barrier each) and so share the instruction cache (−13 % at 2^26 on an
-///   H200). The same for G2, and the G2 addition expanded in its loop, measured no gain and are
-///   not kept (docs/BENCHMARKS.md).
-/// - `CUZK_G2_BLOCK` (32, 64 or 128; default 128): smaller blocks can fit more warps per SM when
-///   registers are the limit (registers go per warp, blocks whole).
+/// cuda-src/msm.cu; the kernels index by global thread only). `CUZK_MSM_LOCKSTEP=0` (read once):
+/// G1 runs the 128-thread `msm_accumulate_g1` instead of `msm_accumulate_g1_lockstep`, one block
+/// of 512 threads per SM whose warps take every addition together (a barrier each) and so share
+/// the instruction cache (−13 % at 2^26 on an H200). The same for G2, and the G2 addition
+/// expanded in its loop, measured no gain and are not kept (docs/BENCHMARKS.md); G2 blocks of 32
+/// or 64 threads changed nothing either (registers, not blocks, set its occupancy).
 pub fn accumulate_kernel(curve: Curve) -> (&'static str, u32) {
-    static CHOICE: std::sync::OnceLock<(bool, u32)> = std::sync::OnceLock::new();
-    let (lockstep, g2_block) = *CHOICE.get_or_init(|| {
-        let var = |k: &str| std::env::var(k).ok().map(|v| v.trim().to_string());
-        let block = match var("CUZK_G2_BLOCK").and_then(|v| v.parse::<u32>().ok()) {
-            Some(b @ (32 | 64 | 128)) => b,
-            _ => 128,
-        };
-        (var("CUZK_MSM_LOCKSTEP").as_deref() != Some("0"), block)
-    });
+    static LOCKSTEP: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let lockstep = *LOCKSTEP.get_or_init(|| std::env::var("CUZK_MSM_LOCKSTEP").map_or(true, |v| v.trim() != "0"));
     match curve {
         Curve::G1 if lockstep => ("msm_accumulate_g1_lockstep", 512),
         Curve::G1 => ("msm_accumulate_g1", 128),
-        Curve::G2 => ("msm_accumulate_g2", g2_block),
+        Curve::G2 => ("msm_accumulate_g2", 128),
     }
 }
 
