@@ -2,11 +2,6 @@
 // Inputs are blst affine points (x, y; all zeros = infinity). Accumulators are XYZZ
 // (x = X/ZZ, y = Y/ZZZ, ZZ^3 = ZZZ^2; ZZ = 0 means infinity), formulas from the EFD
 // (madd-2008-s, add-2008-s, dbl-2008-s-1, mdbl-2008-s-1), with the equal and opposite cases.
-// The mixed addition's products reordered so that its inputs die sooner (fewer spills in the G1
-// kernels; not yet measured on a GPU); a tuning switch, set with -DCUZK_MADD_EARLY_Z=1.
-#ifndef CUZK_MADD_EARLY_Z
-#define CUZK_MADD_EARLY_Z 0
-#endif
 
 template <class F>
 struct Affine {
@@ -85,24 +80,12 @@ struct Xyzz {
         }
         F pp = p.sqr();
         Xyzz o;
-#if CUZK_MADD_EARLY_Z
-        // The products in the order that ends the inputs' lives soonest (zz, then x and p, then
-        // zzz, then y): the lockstep G1 kernel spills 90/120 instead of 210/172 bytes a thread.
-        o.zz = zz * pp;
-        F ppp = p * pp;
-        F q = x * pp;
-        o.zzz = zzz * ppp;
-        F yppp = y * ppp;
-        o.x = r.sqr() - ppp - q.dbl();
-        o.y = r * (q - o.x) - yppp;
-#else
         F ppp = p * pp;
         F q = x * pp;
         o.x = r.sqr() - ppp - q.dbl();
         o.y = r * (q - o.x) - y * ppp;
         o.zz = zz * pp;
         o.zzz = zzz * ppp;
-#endif
         return o;
     }
 

@@ -197,9 +197,27 @@ struct Field {
         }
         O[N] = 0;
         mac_even(E, a, bi);
-        const u32 m = E[0] * P::INV;
-        mac_even(E, P::M, m);
-        mac_odd(O, P::M, m);  // no carry out (see the bounds above)
+        const u32 e0 = E[0];
+        const u32 m = e0 * P::inv();
+        if constexpr (P::INV == 0xffffffffu && P::M[0] == 1u && P::M[1] == 0xffffffffu) {
+            // Fr: m = -e0, m·M[0] = m, m·M[1] = m·2^32 - m, added without multiplying.
+            E[0] = add_cc(e0, m);  // 0, carry iff e0 != 0
+            E[1] = addc_cc(E[1], 0u);
+            _Pragma("unroll") for (int j = 2; j < N; j += 2) {
+                E[j] = madc_lo_cc(m, P::M[j], E[j]);
+                E[j + 1] = madc_hi_cc(m, P::M[j], E[j + 1]);
+            }
+            E[N] = addc(E[N], 0u);
+            O[0] = add_cc(O[0], e0);  // low word of m·(2^32 - 1): -m = e0
+            O[1] = addc_cc(O[1], m - (e0 != 0u ? 1u : 0u));  // its high word
+            _Pragma("unroll") for (int j = 3; j < N; j += 2) {
+                O[j - 1] = madc_lo_cc(m, P::M[j], O[j - 1]);
+                O[j] = madc_hi_cc(m, P::M[j], O[j]);
+            }
+        } else {
+            mac_even(E, P::M, m);
+            mac_odd(O, P::M, m);  // no carry out (see the bounds above)
+        }
     }
 
     // The Montgomery product with alternating accumulators (see alt_row): rows 0, 2, ... run on

@@ -8,5 +8,6 @@ struct FpParams {
                                     0x53c758bau, 0x5f489857u, 0x70525745u, 0x77ce5853u,
                                     0xa256ec6du, 0x5c071a97u, 0xfa80e493u, 0x15f65ec3u};
     static constexpr u32 INV = 0xfffcfffdu;
+    static __device__ __forceinline__ u32 inv() { return INV; }
 };
 typedef Field<FpParams> Fp;

@@ -29,11 +29,12 @@
 #ifndef CUZK_G1_MIN_BLOCKS
 #define CUZK_G1_MIN_BLOCKS 4
 #endif
-// The same for the G2 accumulation: three blocks (12 warps, 168 registers; a warp's registers
-// must fit one sub-partition's 16384, so 169 to 256 registers give 8 warps an SM). On an H200,
-// MSM G2 2^24 350.1 ms against 369.6 ms uncapped (two blocks, 197 registers).
+// The same for the G2 accumulation: four blocks (16 warps, 128 registers, with spills). A warp's
+// registers must fit one sub-partition's 16384, so 169 to 256 registers give 8 warps an SM, 129
+// to 168 give 12. On an H200, MSM G2 2^24: 335.3 ms at four blocks, 350.1 at three, 369.6
+// uncapped (two blocks, 197 registers).
 #ifndef CUZK_G2_MIN_BLOCKS
-#define CUZK_G2_MIN_BLOCKS 3
+#define CUZK_G2_MIN_BLOCKS 4
 #endif
 #define CUZK_G2_BOUNDS __launch_bounds__(128, CUZK_G2_MIN_BLOCKS)
 

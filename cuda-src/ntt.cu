@@ -7,6 +7,19 @@
 // natural out) runs them bottom up. Twiddles come from a table tw[j] = w^j, j < n/2, of the
 // domain's primitive n-th root w; the inverse transform uses w^-e = -w^(n/2 - e).
 
+// Natural-order output (ntt.rs `natural_launches`): the last DIF pass (b = 0) may write element g
+// to out[bitrev(g)] instead of back in place. Its blocks then take their high index bits in
+// bit-reversed order of blockIdx, so that the blocks resident together write neighbouring
+// elements of `out` (whole cache lines in L2) rather than elements 2^(logn - t) apart.
+__device__ __forceinline__ u64 ntt_bitrev(u64 i, u32 bits) { return bits == 0 ? 0 : (__brevll(i) >> (64 - bits)); }
+__device__ __forceinline__ u64 ntt_block(const u32* out) {
+    if (out == nullptr) return blockIdx.x;
+    return ntt_bitrev(blockIdx.x, 31 - __clz(gridDim.x));  // gridDim.x is a power of two
+}
+__device__ __forceinline__ u32* ntt_dst(u32* data, u32* out, u64 g, u32 logn) {
+    return out == nullptr ? data + 8 * g : out + 8 * ntt_bitrev(g, logn);
+}
+
 __device__ __forceinline__ Fr load_global(const u32* p) {
     const uint4* q = (const uint4*)p;
     uint4 x = q[0], y = q[1];
@@ -69,13 +82,13 @@ __device__ __forceinline__ u32 member(u32 r, u32 lowbit, u32 width, u32 k) {
 #define CUZK_NTT_MIN_BLOCKS 3
 #endif
 
-extern "C" __global__ void __launch_bounds__(256, CUZK_NTT_MIN_BLOCKS) ntt_pass(u32* data, const u32* tw, u32 logn, u32 b, u32 t,
+extern "C" __global__ void __launch_bounds__(256, CUZK_NTT_MIN_BLOCKS) ntt_pass(u32* data, u32* out, const u32* tw, u32 logn, u32 b, u32 t,
                                                            u32 lgL, u32 dif, u32 inverse) {
     extern __shared__ u32 sm[];
     const u32 L = 1u << lgL;
     const u32 E = (1u << t) << lgL;  // elements in this block
     const u32 lo_groups = (1u << b) >> lgL;
-    const u64 blk = blockIdx.x;
+    const u64 blk = ntt_block(out);
     const u64 hi = blk / lo_groups;
     const u32 lg = (u32)(blk % lo_groups);
     const u64 base = (hi << (b + t)) | ((u64)lg << lgL);
@@ -146,7 +159,7 @@ extern "C" __global__ void __launch_bounds__(256, CUZK_NTT_MIN_BLOCKS) ntt_pass(
         x.y = sm[(4 * h + 1) * E + e];
         x.z = sm[(4 * h + 2) * E + e];
         x.w = sm[(4 * h + 3) * E + e];
-        ((uint4*)(data + 8 * g))[h] = x;
+        ((uint4*)ntt_dst(data, out, g, logn))[h] = x;
     }
 }
 
@@ -305,7 +318,7 @@ __device__ __forceinline__ void ntt2_rounds(u32* sm, u32 RS, const u32* tsm, u32
 // NB > 0: blocks of E = 2^NB elements (t = 8 or 9) and E/8 threads, as constants; NB = 0:
 // anything, at run time.
 template <int NB, int TWS_FIXED>
-__device__ __forceinline__ void ntt2_pass(u32* sm, u32* __restrict__ data, const u32* __restrict__ tw, u32 logn, u32 b, u32 t,
+__device__ __forceinline__ void ntt2_pass(u32* sm, u32* __restrict__ data, u32* __restrict__ out, const u32* __restrict__ tw, u32 logn, u32 b, u32 t,
                                           u32 lgL, u32 lgS, u32 dif, u32 inverse) {
     const u32 E = NB > 0 ? (1u << (NB > 0 ? NB : 0)) : ((1u << t) << lgL) << lgS;
     const u32 bd = NB > 0 ? E >> 3 : blockDim.x;
@@ -316,7 +329,7 @@ __device__ __forceinline__ void ntt2_pass(u32* sm, u32* __restrict__ data, const
     const u32 TWS = TWS_FIXED > 0 ? (u32)TWS_FIXED : TWN;  // a constant folds into the shared-memory offsets
     u32* const tsm = sm + 8 * RS + 16;
     const u32 lo_groups = (1u << b) >> lgL;
-    const u64 blk = blockIdx.x;
+    const u64 blk = ntt_block(out);
     const u64 hiS = blk / lo_groups;
     const u32 lg = (u32)(blk % lo_groups);
     const u64 base = (hiS << (lgS + b + t)) | ((u64)lg << lgL);
@@ -390,26 +403,27 @@ __device__ __forceinline__ void ntt2_pass(u32* sm, u32* __restrict__ data, const
                 x.z = q[2 * RS];
                 x.w = q[3 * RS];
                 const u64 g = base + ((u64)(e >> lgLt) << (b + t)) + ((u64)((e >> lgL) & tmask) << b) + (e & (L - 1));
-                ((uint4*)(data + 8 * g))[h] = x;
+                ((uint4*)ntt_dst(data, out, g, logn))[h] = x;
             }
         }
     }
 }
 
-// Launch (engine/src/gpu/ntt.rs, `v2_shape`, `v2_threads`, `v2_smem_bytes`): blocks of
+// Launch (engine/src/gpu/ntt.rs, `v2_shape`, `v2_threads`, `v2_smem_bytes`; `out` null except in
+// a natural-order transform's last pass, see ntt_dst): blocks of
 // E = 2^(t + lgL + lgS) elements, E/8 threads (1 to 128), 4 · (8 RS + 16 + 8 TWS) bytes of
 // dynamic shared memory (RS = E + E/32; data and twiddle rows). The radix-8 path needs E = 2^10,
 // t = 9 or 8 and 128 threads; any other pass runs at run time.
 extern "C" __global__ void __launch_bounds__(NTT2_MAX_THREADS, CUZK_NTT2_MIN_BLOCKS)
-ntt_pass_v2(u32* __restrict__ data, const u32* __restrict__ tw, u32 logn, u32 b, u32 t, u32 lgL, u32 lgS, u32 dif, u32 inverse) {
+ntt_pass_v2(u32* __restrict__ data, u32* __restrict__ out, const u32* __restrict__ tw, u32 logn, u32 b, u32 t, u32 lgL, u32 lgS, u32 dif, u32 inverse) {
     extern __shared__ u32 ntt2_sm[];
     if (t + lgL + lgS == 10 && (t == 9 || t == 8) && blockDim.x == 128) {
         if ((((1u << t) - 1) << lgL) <= 512)
-            ntt2_pass<10, 512>(ntt2_sm, data, tw, logn, b, t, lgL, lgS, dif, inverse);
+            ntt2_pass<10, 512>(ntt2_sm, data, out, tw, logn, b, t, lgL, lgS, dif, inverse);
         else
-            ntt2_pass<10, 1024>(ntt2_sm, data, tw, logn, b, t, lgL, lgS, dif, inverse);
+            ntt2_pass<10, 1024>(ntt2_sm, data, out, tw, logn, b, t, lgL, lgS, dif, inverse);
     } else {
-        ntt2_pass<0, 0>(ntt2_sm, data, tw, logn, b, t, lgL, lgS, dif, inverse);
+        ntt2_pass<0, 0>(ntt2_sm, data, out, tw, logn, b, t, lgL, lgS, dif, inverse);
     }
 }
 

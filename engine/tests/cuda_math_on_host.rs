@@ -29,7 +29,7 @@ use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
 /// The tuning switches of the headers (each variant is checked like the default build).
-const VARIANTS: [&str; 6] = ["", "-DCUZK_MUL_ALT=0", "-DCUZK_MUL_ALT=0 -DCUZK_FR_FAST_REDUCE=1", "-DCUZK_FP_MUL_CALL=1", "-DCUZK_FP_SQR=1", "-DCUZK_MADD_EARLY_Z=1"];
+const VARIANTS: [&str; 5] = ["", "-DCUZK_MUL_ALT=0", "-DCUZK_MUL_ALT=0 -DCUZK_FR_FAST_REDUCE=1", "-DCUZK_FP_MUL_CALL=1", "-DCUZK_FP_SQR=1"];
 
 /// The NTT program: the field headers, `cuda-src/ntt.cu` (every block's threads run
 /// concurrently: `kernels_shim.h`, `launch_blocks`) and `h.cu`, and `ntt_driver.cpp`.
@@ -239,7 +239,7 @@ macro_rules! check_curve {
 
 #[test]
 fn curve_arithmetic_matches_blstrs() {
-    for flags in ["", "-DCUZK_MUL_ALT=0", "-DCUZK_FP_MUL_CALL=1", "-DCUZK_FP_SQR=1", "-DCUZK_MADD_EARLY_Z=1"] {
+    for flags in ["", "-DCUZK_MUL_ALT=0", "-DCUZK_FP_MUL_CALL=1", "-DCUZK_FP_SQR=1"] {
         let Some(exe) = program(MATH, flags) else { return };
         eprintln!("variant [{flags}]");
         let mut rng = rng();
@@ -345,8 +345,9 @@ fn batch_addition_matches_blstrs_on_the_host() {
 
 /// One launch of the NTT program (`ntt_driver.cpp`) over its buffers A, B, C.
 enum Op {
-    /// A pass of `ntt::pass_launches` on a buffer.
-    Pass(cuzk_engine::gpu::ntt::PassLaunch, bool, bool, u32),
+    /// A pass of `ntt::pass_launches` on a buffer (dif, inverse, buffer, and the buffer a
+    /// `natural` pass writes to).
+    Pass(cuzk_engine::gpu::ntt::PassLaunch, bool, bool, u32, u32),
     /// `scale_permute`: out, input, from the to-coset table (else the from-coset one), rev_in, out_perm.
     Scale(u32, u32, bool, bool, bool),
     /// `h_quotient`.
@@ -355,7 +356,16 @@ enum Op {
 
 /// The passes of one transform of buffer `x`, as the device runs them.
 fn ntt_ops(log_n: u32, kernel: cuzk_engine::gpu::ntt::NttKernel, dif: bool, inverse: bool, x: u32) -> Vec<Op> {
-    cuzk_engine::gpu::ntt::pass_launches(log_n, dif, kernel).into_iter().map(|l| Op::Pass(l, dif, inverse, x)).collect()
+    cuzk_engine::gpu::ntt::pass_launches(log_n, dif, kernel).into_iter().map(|l| Op::Pass(l, dif, inverse, x, 3)).collect()
+}
+
+/// The passes of a natural-order transform of buffer `x` into buffer `out`, as the device runs
+/// them (`ntt::natural_launches`).
+fn natural_ops(log_n: u32, kernel: cuzk_engine::gpu::ntt::NttKernel, inverse: bool, x: u32, out: u32) -> Vec<Op> {
+    cuzk_engine::gpu::ntt::natural_launches(log_n, kernel)
+        .into_iter()
+        .map(|l| Op::Pass(l, true, inverse, x, if l.natural { out } else { 3 }))
+        .collect()
 }
 
 /// Runs `ops` in the NTT program on A, B, C (2^log_n each) with the H step's tables for 2^log_n;
@@ -367,8 +377,8 @@ fn run_ntt_program(exe: &Path, log_n: u32, ops: &[Op], bufs: [&[Scalar]; 3]) -> 
     let mut req = le_words(&[log_n, ops.len() as u32]);
     for op in ops {
         req.extend(match *op {
-            Op::Pass(l, dif, inverse, x) => {
-                le_words(&[0, l.kernel as u32, l.blocks as u32, l.threads, l.smem, l.b, l.t, l.lg_l, l.lg_s, u32::from(dif), u32::from(inverse), x])
+            Op::Pass(l, dif, inverse, x, out) => {
+                le_words(&[0, l.kernel as u32, l.blocks as u32, l.threads, l.smem, l.b, l.t, l.lg_l, l.lg_s, u32::from(dif), u32::from(inverse), x, out])
             }
             Op::Scale(out, input, to, rev, perm) => le_words(&[1, out, input, u32::from(!to), u32::from(rev), u32::from(perm)]),
             Op::Quotient => le_words(&[2]),
@@ -406,7 +416,7 @@ fn first_difference(got: &[u8], want: &[Scalar]) -> Option<usize> {
 #[test]
 fn ntt_kernels_match_the_cpu_fft_on_the_host() {
     use cuzk_engine::fft::Domain;
-    use cuzk_engine::gpu::ntt::{pass_launches, NttKernel};
+    use cuzk_engine::gpu::ntt::{natural_launches, pass_launches, NttKernel};
     let Some(exe) = program(NTT, "") else { return };
     let mut rng = rng();
     let mut cases: Vec<(u32, NttKernel, bool, bool)> = Vec::new();
@@ -450,10 +460,18 @@ fn ntt_kernels_match_the_cpu_fft_on_the_host() {
         } else {
             d.fft(&mut want);
         }
+        let natural = want.clone();
         let want = if dif { bitrev(&want) } else { want };
         let bad = first_difference(&out[0], &want);
         assert!(bad.is_none(), "2^{log_n} {kernel:?} dif={dif} inverse={inverse}: first wrong element {bad:?} (launches {:?})",
             pass_launches(log_n, dif, kernel));
+        // The natural-order transform (`ntt_natural`): the last pass writes B bit-reversed.
+        if dif && log_n > 0 {
+            let out = run_ntt_program(&exe, log_n, &natural_ops(log_n, kernel, inverse, 0, 1), [&x, &zero, &zero]);
+            let bad = first_difference(&out[1], &natural);
+            assert!(bad.is_none(), "natural-order 2^{log_n} {kernel:?} inverse={inverse}: first wrong element {bad:?} (launches {:?})",
+                natural_launches(log_n, kernel));
+        }
     }
 }
 

@@ -192,7 +192,9 @@ pub fn ntt_in_place(dev: &GpuDevice, data: u64, tw: &DevBuf, log_n: u32, dif: bo
 /// One pass kernel launch of a transform: `blocks` blocks of `threads` threads with `smem` bytes
 /// of dynamic shared memory, over the bit range [b, b + t) of the element index, blocks of
 /// 2^lg_l low indices (and, for v2, 2^lg_s groups of the higher bits). The kernel's arguments
-/// are (data, tw, log_n, b, t, lg_l, [lg_s,] dif, inverse).
+/// are (data, out, tw, log_n, b, t, lg_l, [lg_s,] dif, inverse); `out` is null (in place) except
+/// where `natural` is set: the last pass of a natural-order transform writes element g to
+/// out[bitrev(g)] (cuda-src/ntt.cu, `ntt_dst`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PassLaunch {
     pub kernel: NttKernel,
@@ -203,6 +205,7 @@ pub struct PassLaunch {
     pub t: u32,
     pub lg_l: u32,
     pub lg_s: u32,
+    pub natural: bool,
 }
 
 /// The pass launches of a 2^log_n transform in execution order (DIF top down, DIT bottom up):
@@ -216,29 +219,44 @@ pub fn pass_launches(log_n: u32, dif: bool, kernel: NttKernel) -> Vec<PassLaunch
                 let lg_l = lg_low(b);
                 let elems = (1u64 << t) << lg_l;
                 let threads = (elems / 4).clamp(1, 256) as u32;
-                PassLaunch { kernel, blocks: (1u64 << log_n) / elems, threads, smem: (elems * 32) as u32, b, t, lg_l, lg_s: 0 }
+                PassLaunch { kernel, blocks: (1u64 << log_n) / elems, threads, smem: (elems * 32) as u32, b, t, lg_l, lg_s: 0, natural: false }
             }
             NttKernel::V2 => {
                 let (lg_l, lg_s) = v2_shape(log_n, b, t);
                 let elems = 1u64 << (t + lg_l + lg_s);
                 let smem = v2_smem_bytes(t, lg_l, elems);
-                PassLaunch { kernel, blocks: (1u64 << log_n) / elems, threads: v2_threads(elems), smem, b, t, lg_l, lg_s }
+                PassLaunch { kernel, blocks: (1u64 << log_n) / elems, threads: v2_threads(elems), smem, b, t, lg_l, lg_s, natural: false }
             }
         })
         .collect()
 }
 
+/// The launches of a natural-order transform (DIF, natural in and out): [`pass_launches`] with
+/// the last pass (b = 0) writing bit-reversed into the output buffer. Empty for 2^0 (no pass).
+pub fn natural_launches(log_n: u32, kernel: NttKernel) -> Vec<PassLaunch> {
+    let mut v = pass_launches(log_n, true, kernel);
+    if let Some(last) = v.last_mut() {
+        debug_assert_eq!(last.b, 0, "a DIF transform's last pass holds the bottom bits");
+        last.natural = true;
+    }
+    v
+}
+
 /// [`ntt_in_place`] with the pass kernel given; both kernels give the same bits.
 pub fn ntt_in_place_with(dev: &GpuDevice, data: u64, tw: &DevBuf, log_n: u32, dif: bool, inverse: bool, kernel: NttKernel) -> Result<()> {
+    queue_passes(dev, data, 0, tw, log_n, &pass_launches(log_n, dif, kernel), dif, inverse)
+}
+
+/// Queues `launches` on `data` (`out`: where a `natural` pass writes).
+fn queue_passes(dev: &GpuDevice, data: u64, out: u64, tw: &DevBuf, log_n: u32, launches: &[PassLaunch], dif: bool, inverse: bool) -> Result<()> {
     if tw.len() < (16usize << log_n).max(32) {
         return Err(backend_err(format!("NTT twiddle table of {} bytes is too small for 2^{log_n}", tw.len())));
     }
     let (dif_u, inv_u) = (u32::from(dif), u32::from(inverse));
-    let launches = pass_launches(log_n, dif, kernel);
-    if kernel == NttKernel::V2 {
-        // Above 48 KiB a block's dynamic shared memory must be allowed explicitly; the largest
+    {
+        // Above 48 KiB a v2 block's dynamic shared memory must be allowed explicitly; the largest
         // carveout lets three blocks of 2^10 elements (65 KiB each) share an SM.
-        let most = launches.iter().map(|l| l.smem).max().unwrap_or(0);
+        let most = launches.iter().filter(|l| l.kernel == NttKernel::V2).map(|l| l.smem).max().unwrap_or(0);
         if most > 48 * 1024 {
             let f = dev.func("ntt_pass_v2")?;
             dev.ctx.bind_to_thread().map_err(|e| backend_err(format!("binding the context for ntt_pass_v2: {e:?}")))?;
@@ -248,29 +266,34 @@ pub fn ntt_in_place_with(dev: &GpuDevice, data: u64, tw: &DevBuf, log_n: u32, di
                 .map_err(|e| backend_err(format!("shared-memory carveout of ntt_pass_v2: {e:?}")))?;
         }
     }
-    for l in launches {
+    for &l in launches {
         let PassLaunch { b, t, lg_l, lg_s, .. } = l;
+        let dst: u64 = if l.natural { out } else { 0 };
         let cfg = LaunchConfig { grid_dim: (l.blocks as u32, 1, 1), block_dim: (l.threads, 1, 1), shared_mem_bytes: l.smem };
         match l.kernel {
-            NttKernel::V1 => gpu_launch!(dev, "ntt_pass", cfg, &data, &tw.ptr(), &log_n, &b, &t, &lg_l, &dif_u, &inv_u)?,
-            NttKernel::V2 => gpu_launch!(dev, "ntt_pass_v2", cfg, &data, &tw.ptr(), &log_n, &b, &t, &lg_l, &lg_s, &dif_u, &inv_u)?,
+            NttKernel::V1 => gpu_launch!(dev, "ntt_pass", cfg, &data, &dst, &tw.ptr(), &log_n, &b, &t, &lg_l, &dif_u, &inv_u)?,
+            NttKernel::V2 => gpu_launch!(dev, "ntt_pass_v2", cfg, &data, &dst, &tw.ptr(), &log_n, &b, &t, &lg_l, &lg_s, &dif_u, &inv_u)?,
         }
     }
     Ok(())
 }
 
-/// Natural-order transform: DIF in place on `data` (destroyed), then the bit-reversal copy into
-/// `out`. `inverse` uses w^-1 and does not scale by 1/n. Both are device addresses of 2^log_n Fr.
-/// Runs the kernel `CUZK_NTT_KERNEL` picks.
+/// Natural-order transform: DIF on `data` (destroyed), its last pass writing bit-reversed into
+/// `out` ([`natural_launches`]; no separate bit-reversal pass). `inverse` uses w^-1 and does not
+/// scale by 1/n. Both are device addresses of 2^log_n Fr, and must not overlap. Runs the kernel
+/// `CUZK_NTT_KERNEL` picks.
 pub fn ntt_natural(dev: &GpuDevice, data: u64, out: u64, tw: &DevBuf, log_n: u32, inverse: bool) -> Result<()> {
     ntt_natural_with(dev, data, out, tw, log_n, inverse, NttKernel::for_size(log_n))
 }
 
 /// [`ntt_natural`] with the pass kernel given.
 pub fn ntt_natural_with(dev: &GpuDevice, data: u64, out: u64, tw: &DevBuf, log_n: u32, inverse: bool, kernel: NttKernel) -> Result<()> {
-    ntt_in_place_with(dev, data, tw, log_n, true, inverse, kernel)?;
-    let n = 1u64 << log_n;
-    gpu_launch!(dev, "bitrev_copy", grid(n, 256), &out, &data, &log_n)
+    let launches = natural_launches(log_n, kernel);
+    if launches.is_empty() {
+        // 2^0: no pass, the transform is the identity.
+        return gpu_launch!(dev, "bitrev_copy", grid(1u64 << log_n, 256), &out, &data, &log_n);
+    }
+    queue_passes(dev, data, out, tw, log_n, &launches, true, inverse)
 }
 
 /// A host model of `ntt_pass_v2`: every block's loads, twiddle slots, rounds, groups, element and

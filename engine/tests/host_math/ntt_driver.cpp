@@ -3,7 +3,7 @@
 // (Montgomery form) and writes the three buffers back. The request:
 //   u32 log_n, u32 ops, then each op: u32 code and its u32 fields
 //     0 pass:     kernel (0 ntt_pass, 1 ntt_pass_v2), blocks, threads, smem, b, t, lg_l, lg_s,
-//                 dif, inverse, buffer       (ntt.rs `pass_launches`)
+//                 dif, inverse, buffer, out buffer (3: none, in place)   (ntt.rs `pass_launches`)
 //     1 scale:    out, input, table (0 to-coset, 1 from-coset), rev_in, out_perm (h.rs)
 //     2 quotient: A = (A·B − C)·zinv
 //   then pows[k] = w^(2^k) (40 Fr), u32 lo_bits, the to-coset lo and hi tables, the from-coset
@@ -29,7 +29,7 @@ int main() {
     for (auto& op : ops) {
         u32 code;
         if (!read_u32(&code)) return 1;
-        const u32 fields = code == 0 ? 11 : code == 1 ? 5 : 0;
+        const u32 fields = code == 0 ? 12 : code == 1 ? 5 : 0;
         op.resize(1 + fields);
         op[0] = code;
         for (u32 i = 1; i <= fields; i++) if (!read_u32(&op[i])) return 1;
@@ -50,8 +50,9 @@ int main() {
             const u64 blocks = op[2];
             const u32 kernel = op[1], threads = op[3], b = op[5], t = op[6], lg_l = op[7], lg_s = op[8], dif = op[9], inv = op[10];
             u32* x = buf[op[11]].data();
-            if (kernel == 0) launch_blocks(blocks, threads, [&] { ntt_pass(x, tw.data(), log_n, b, t, lg_l, dif, inv); });
-            else launch_blocks(blocks, threads, [&] { ntt_pass_v2(x, tw.data(), log_n, b, t, lg_l, lg_s, dif, inv); });
+            u32* out = op[12] < 3 ? buf[op[12]].data() : nullptr;
+            if (kernel == 0) launch_blocks(blocks, threads, [&] { ntt_pass(x, out, tw.data(), log_n, b, t, lg_l, dif, inv); });
+            else launch_blocks(blocks, threads, [&] { ntt_pass_v2(x, out, tw.data(), log_n, b, t, lg_l, lg_s, dif, inv); });
         } else if (op[0] == 1) {
             const bool to = op[3] == 0;
             const u32* lo = (to ? to_lo : from_lo).data();

@@ -16,6 +16,7 @@ typedef uint64_t u64;
 #define __forceinline__ inline
 #define __noinline__ __attribute__((noinline))
 #define __global__
+#define __constant__
 
 // One carry flag per emulated thread (the NTT's blocks run their threads concurrently).
 static thread_local u32 CF;
