@@ -3,7 +3,7 @@
 //! Two pass kernels compute the same bits: `ntt_pass` (v1: radix 4, twiddles loaded from the
 //! global table at each butterfly) and `ntt_pass_v2` (twiddles staged in shared memory, radix 8,
 //! conflict-free shared memory; see cuda-src/ntt.cu). [`ntt_in_place`] runs the one
-//! [`NttKernel::for_size`] picks (v2 from 2^27 up unless `CUZK_NTT_KERNEL` forces one); the
+//! [`NttKernel::for_size`] picks (v2 from 2^24 up unless `CUZK_NTT_KERNEL` forces one); the
 //! `_with` functions take the kernel explicitly.
 
 use std::sync::OnceLock;
@@ -22,7 +22,7 @@ use crate::gpu_launch;
 const MAX_PASS_BITS: u32 = 9;
 
 /// Smallest transform (log2) that takes the v2 pass kernel by default.
-pub const V2_FROM_LOG: u32 = 27;
+pub const V2_FROM_LOG: u32 = 24;
 
 /// The NTT pass kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -48,9 +48,10 @@ impl NttKernel {
     }
 
     /// The kernel for a 2^log_n transform: the one `CUZK_NTT_KERNEL` forces, else v2 from
-    /// `V2_FROM_LOG` up (at 2^27 on an H200: 55.5 against 58.8 ms forward, 61.3 against 66.3 ms
-    /// inverse, fused H 381 against 417 ms) and v1 below (the fused H at 2^24 took 54.6 ms with
-    /// v2 against 45.5 with v1). Both give the same bits.
+    /// `V2_FROM_LOG` up and v1 below. On an H200 with the current Fr product (session 10):
+    /// forward 2^24 4.77 against 5.04 ms, 2^26 19.27 against 22.14 ms, 2^27 39.06 against 46.70
+    /// ms, fused H 2^24 39.71 against 41.58 ms; at 2^20 v1 0.30 against 0.32 ms (2^21 to 2^23
+    /// not measured). Both give the same bits.
     pub fn for_size(log_n: u32) -> NttKernel {
         Self::from_env().unwrap_or(if log_n >= V2_FROM_LOG { NttKernel::V2 } else { NttKernel::V1 })
     }
