@@ -18,7 +18,7 @@ pub struct Args {
     /// Timed runs per figure (the median is printed), after one warm-up.
     #[arg(long, default_value_t = 5)]
     reps: usize,
-    /// Only the families whose name contains this (msm_g1, msm_g2, ntt, h, batch_add).
+    /// Only the families whose name contains this (field, msm_g1, msm_g2, ntt, h, batch_add).
     #[arg(long)]
     only: Option<String>,
     /// Also time each MSM family's largest size with these window sizes (e.g. `16,20,22`).
