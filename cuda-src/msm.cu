@@ -356,7 +356,12 @@ extern "C" __global__ void __launch_bounds__(128, CUZK_G1_MIN_BLOCKS) msm_accumu
         const u32* counts, u32* buckets, u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
     accumulate<Fp, true, false>(bases, sorted, offsets, counts, buckets, partials, n, nwin, B, per);
 }
-extern "C" __global__ void __launch_bounds__(512, 1) msm_accumulate_g1_lockstep(const u32* bases, const u32* sorted, const u32* offsets,
+// Threads of a lockstep G1 block (one block an SM): 512 = 16 warps at 128 registers. The host
+// takes the block size from the kernel's attribute (msm.rs, accumulate_kernel).
+#ifndef CUZK_G1_LOCKSTEP_THREADS
+#define CUZK_G1_LOCKSTEP_THREADS 512
+#endif
+extern "C" __global__ void __launch_bounds__(CUZK_G1_LOCKSTEP_THREADS, 1) msm_accumulate_g1_lockstep(const u32* bases, const u32* sorted, const u32* offsets,
         const u32* counts, u32* buckets, u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
     accumulate<Fp, true, true>(bases, sorted, offsets, counts, buckets, partials, n, nwin, B, per);
 }

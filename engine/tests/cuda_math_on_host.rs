@@ -284,7 +284,8 @@ fn msm_kernels_match_blstrs_on_the_host() {
     for sc in [&s, &skewed] {
         let want: G1Projective = pts.iter().zip(sc.iter()).map(|(p, k)| p * k).sum();
         for (c, per) in [(4, 1), (5, 7), (9, 3), (13, 16), (16, 600), (16, 2)] {
-            // Kind 1: the 128-thread accumulation; kind 5: the lockstep one (whole 512-thread blocks).
+            // Kind 1: the 128-thread accumulation; kind 5: the lockstep one (whole blocks of
+            // CUZK_G1_LOCKSTEP_THREADS).
             for kind in [1, 5] {
                 let raw = host_msm(&exe, kind, c, per, as_bytes(&bases), sc);
                 let got = combine(raw.chunks_exact(192).map(g1_from_xyzz).collect(), c);

@@ -192,7 +192,7 @@ pub fn run_kernel_bench(dev: &GpuDevice, opts: &KernelBenchOptions) -> Result<Ke
             let key = format!("{family}_2p{top}_flat");
             line(&mut out, format!("{key:<18} {ms:>9.2} ms  c={} windows={} ({} accumulation threads; the planned MSM above: {}, resident {})",
                 flat.c, flat.windows, flat.accumulation_threads(), waves.accumulation_threads(),
-                { let (k, b) = super::msm::accumulate_kernel(curve); dev.resident_threads(k, b).unwrap_or(0) }));
+                { let (k, b) = super::msm::accumulate_kernel(dev, curve); dev.resident_threads(k, b).unwrap_or(0) }));
             rep.results.push((key, ms));
         }
         // Heavily repeated scalars: all the same, so each window has one bucket spread over

@@ -158,6 +158,14 @@ impl GpuDevice {
         answer
     }
 
+    /// The most threads a block of kernel `name` may have (its `__launch_bounds__`), from the
+    /// driver; None if it cannot say.
+    pub fn max_block_threads(&self, name: &str) -> Option<u32> {
+        let f = self.func(name).ok()?;
+        let v = f.get_attribute(cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK).ok()?;
+        u32::try_from(v).ok().filter(|&t| t > 0)
+    }
+
     /// Registers per thread and local-memory (spill) bytes of a kernel, from the driver.
     pub fn kernel_resources(&self, name: &str) -> Result<(i32, i32)> {
         let f = self.func(name)?;

@@ -39,18 +39,22 @@ fn bucket_ps(curve: Curve) -> u64 {
         Curve::G2 => 5_700,
     }
 }
-/// A curve's accumulation kernel and its threads per block (at most its `__launch_bounds__` in
-/// cuda-src/msm.cu; the kernels index by global thread only). `CUZK_MSM_LOCKSTEP=0` (read once):
-/// G1 runs the 128-thread `msm_accumulate_g1` instead of `msm_accumulate_g1_lockstep`, one block
-/// of 512 threads per SM whose warps take every addition together (a barrier each) and so share
-/// the instruction cache (−13 % at 2^26 on an H200). The same for G2, and the G2 addition
-/// expanded in its loop, measured no gain and are not kept (docs/BENCHMARKS.md); G2 blocks of 32
-/// or 64 threads changed nothing either (registers, not blocks, set its occupancy).
-pub fn accumulate_kernel(curve: Curve) -> (&'static str, u32) {
+/// A curve's accumulation kernel on `dev` and its threads per block. The G1 lockstep kernel runs
+/// blocks of the size it was compiled for (its `__launch_bounds__`, `CUZK_G1_LOCKSTEP_THREADS` in
+/// cuda-src/msm.cu, read back from the kernel); the others 128 (the kernels index by global
+/// thread only). `CUZK_MSM_LOCKSTEP=0` (read once): G1 runs the 128-thread `msm_accumulate_g1`
+/// instead of `msm_accumulate_g1_lockstep`, one block per SM whose warps take every addition
+/// together (a barrier each) and so share the instruction cache (−13 % at 2^26 on an H200). The
+/// same for G2, and the G2 addition expanded in its loop, measured no gain and are not kept
+/// (docs/BENCHMARKS.md); G2 blocks of 32 or 64 threads changed nothing either.
+pub fn accumulate_kernel(dev: &GpuDevice, curve: Curve) -> (&'static str, u32) {
     static LOCKSTEP: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let lockstep = *LOCKSTEP.get_or_init(|| std::env::var("CUZK_MSM_LOCKSTEP").map_or(true, |v| v.trim() != "0"));
     match curve {
-        Curve::G1 if lockstep => ("msm_accumulate_g1_lockstep", 512),
+        Curve::G1 if lockstep => {
+            let k = "msm_accumulate_g1_lockstep";
+            (k, dev.max_block_threads(k).unwrap_or(128))
+        }
         Curve::G1 => ("msm_accumulate_g1", 128),
         Curve::G2 => ("msm_accumulate_g2", 128),
     }
@@ -131,7 +135,7 @@ impl MsmPlan {
     /// GPU idle for one wave's time: ~3 % of the accumulation on an H200).
     pub fn on(dev: &GpuDevice, n: u64, curve: Curve) -> Self {
         let plan = Self::new(n, curve);
-        let (kernel, block) = accumulate_kernel(curve);
+        let (kernel, block) = accumulate_kernel(dev, curve);
         match dev.resident_threads(kernel, block) {
             Some(resident) if resident > 0 => plan.filling_waves(resident),
             _ => plan,
@@ -290,7 +294,7 @@ pub fn msm_windows_queued(dev: &GpuDevice, bases: u64, scalars: u64, plan: &MsmP
     }
     prof.mark("scan+scatter")?;
     drop((cursor, tile_sums, tile_offsets));
-    let (acc_kernel, acc_block) = accumulate_kernel(curve);
+    let (acc_kernel, acc_block) = accumulate_kernel(dev, curve);
     gpu_launch!(dev, acc_kernel, grid(threads, acc_block), &bases, &sorted.ptr(), &offsets.ptr(), &counts.ptr(),
                 &bucket_sums.ptr(), &partials.ptr(), &n, &windows, &buckets, &per_thread)?;
     prof.mark("accumulate")?;

@@ -74,9 +74,11 @@ bool msm(u32 c, u64 n, u32 per, u32 nseg, bool lockstep) {
     const u64 tpw = (n + per - 1) / per;
     std::vector<u32> buckets((u64)W * B * X::WORDS, 0), partials(W * tpw * X::WORDS, 0), segs((u64)W * nseg * X::WORDS);
     if (lockstep) {
-        // Whole blocks of 512 threads, as msm.rs launches them: the idle tail threads run too.
+        // Whole blocks of CUZK_G1_LOCKSTEP_THREADS, as msm.rs launches them: the idle tail
+        // threads run too.
         pacing_barriers = true;
-        launch((W * tpw + 511) / 512 * 512, [&] {
+        const u64 bt = CUZK_G1_LOCKSTEP_THREADS;
+        launch((W * tpw + bt - 1) / bt * bt, [&] {
             msm_accumulate_g1_lockstep(bases.data(), sorted.data(), offsets.data(), counts.data(), buckets.data(), partials.data(), n, W, B, per);
         });
         pacing_barriers = false;
