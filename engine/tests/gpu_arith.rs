@@ -9,18 +9,23 @@ use cuzk_engine::gpu::{as_bytes, as_bytes_mut, GpuDevice};
 use ff::{Field, PrimeField};
 use gpu_util::*;
 
-fn run<T: Copy + Default>(dev: &GpuDevice, kernel: &str, a: &[T], b: &[T], op: u32) -> Vec<T> {
-    let n = a.len() as u64;
+/// Runs `kernel(out, a, b, threads, arg)` on `threads` threads; returns `out` (as long as `a`).
+fn launch<T: Copy + Default>(dev: &GpuDevice, kernel: &str, a: &[T], b: &[T], threads: u64, arg: u32) -> Vec<T> {
     let da = dev.upload(as_bytes(a), "a").unwrap();
     let db = dev.upload(as_bytes(b), "b").unwrap();
     let out = dev.alloc(std::mem::size_of_val(a), "out").unwrap();
     let f = || -> cuzk_engine::gpu::Result<()> {
-        cuzk_engine::gpu_launch!(dev, kernel, grid(n, 128), &out.ptr(), &da.ptr(), &db.ptr(), &n, &op)
+        cuzk_engine::gpu_launch!(dev, kernel, grid(threads, 128), &out.ptr(), &da.ptr(), &db.ptr(), &threads, &arg)
     };
     f().unwrap();
     let mut r = vec![T::default(); a.len()];
     dev.download(&out, 0, as_bytes_mut(&mut r), "out").unwrap();
     r
+}
+
+/// An element-wise arithmetic kernel (`arith_*`), op as in cuda-src/arith.cu.
+fn run<T: Copy + Default>(dev: &GpuDevice, kernel: &str, a: &[T], b: &[T], op: u32) -> Vec<T> {
+    launch(dev, kernel, a, b, a.len() as u64, op)
 }
 
 fn with_edges<T: Copy>(mut v: Vec<T>, edges: [T; 3]) -> Vec<T> {
@@ -85,28 +90,16 @@ fn product_chains_match_blstrs() {
     let dev = b.device();
     let mut rng = rng("product_chains_match_blstrs");
     let (n, rounds) = (300u64, 7u32);
-    fn chains<T: Copy + Default>(dev: &GpuDevice, kernel: &str, a: &[T], b: &[T], n: u64, rounds: u32) -> Vec<T> {
-        let da = dev.upload(as_bytes(a), "a").unwrap();
-        let db = dev.upload(as_bytes(b), "b").unwrap();
-        let out = dev.alloc(std::mem::size_of_val(a), "out").unwrap();
-        let f = || -> cuzk_engine::gpu::Result<()> {
-            cuzk_engine::gpu_launch!(dev, kernel, grid(n, 128), &out.ptr(), &da.ptr(), &db.ptr(), &n, &rounds)
-        };
-        f().unwrap();
-        let mut r = vec![T::default(); a.len()];
-        dev.download(&out, 0, as_bytes_mut(&mut r), "out").unwrap();
-        r
-    }
     for k in [1usize, 4] {
         let fa = with_edges(scalars(&mut rng, k * n as usize), [Scalar::ZERO, Scalar::ONE, -Scalar::ONE]);
         let fb = with_edges(scalars(&mut rng, n as usize), [-Scalar::ONE, Scalar::ONE, -Scalar::ONE]);
-        let got = chains(dev, &format!("mul_chains_fr{k}"), &fa, &fb, n, rounds);
+        let got = launch(dev, &format!("mul_chains_fr{k}"), &fa, &fb, n, rounds);
         for (j, g) in got.iter().enumerate() {
             assert_eq!(*g, fa[j] * fb[j / k].pow_vartime([rounds as u64]), "Fr, {k} chains, element {j}");
         }
         let pa = with_edges((0..k * n as usize).map(|_| Fp::random(&mut rng)).collect(), [Fp::ZERO, Fp::ONE, -Fp::ONE]);
         let pb = with_edges((0..n as usize).map(|_| Fp::random(&mut rng)).collect(), [-Fp::ONE, Fp::ONE, -Fp::ONE]);
-        let got = chains(dev, &format!("mul_chains_fp{k}"), &pa, &pb, n, rounds);
+        let got = launch(dev, &format!("mul_chains_fp{k}"), &pa, &pb, n, rounds);
         for (j, g) in got.iter().enumerate() {
             assert_eq!(*g, pa[j] * pb[j / k].pow_vartime([rounds as u64]), "Fp, {k} chains, element {j}");
         }
