@@ -11,7 +11,8 @@ struct FrParams {
     // INV as the products read it: from constant memory, so that ptxas does not know the
     // reduction's multiplier m = E[0]·INV to be -E[0]. When it knows, it rewrites the rows'
     // m·M[j] as pairs of narrow multiply-adds (IMAD.X + IMAD.HI.U32.X, 6 multiply-pipe cycles,
-    // against 4 for one IMAD.WIDE.U32.X): an Fr product took 620 instead of 478 cycles.
+    // against 4 for one IMAD.WIDE.U32.X): an Fr product took 614 instead of 480 multiply-pipe
+    // cycles (SASS, NVRTC 13.0, sm_90), and ran at 5.21e10 instead of 6.35e10 a second on an H200.
     static __device__ __forceinline__ u32 inv() { return FR_INV_OPAQUE; }
 };
 typedef Field<FrParams> Fr;
