@@ -1,8 +1,11 @@
 //! Run-time compilation of the kernel modules with NVRTC into cubins for one exact architecture,
-//! with an on-disk cache keyed by source hash, architecture, NVRTC version and options.
+//! with an on-disk cache keyed by source hash, architecture, NVRTC version and options. A cache
+//! entry is the cubin followed by its SHA-256: a damaged entry (a truncated write, a full disk, a
+//! flipped bit) is compiled again and rewritten instead of being handed to the driver, which
+//! would fail to load it and leave the GPU unusable until someone cleared the cache.
 
 use std::ffi::{c_char, CString};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use cudarc::nvrtc::{result as nv, sys as nvsys};
@@ -85,10 +88,10 @@ pub fn compile(module: Module, cc: (i32, i32), use_cache: bool) -> Result<Compil
     let key = cache_key(&source, &arch, version);
     let path = cache_dir().join(format!("{}-{}-{}.cubin", module.name(), arch, key));
     if use_cache {
-        if let Ok(cubin) = std::fs::read(&path) {
-            if !cubin.is_empty() {
-                return Ok(Compiled { module, arch, cubin, log: String::new(), compile_secs: 0.0, from_cache: true });
-            }
+        match read_entry(&path) {
+            Entry::Good(cubin) => return Ok(Compiled { module, arch, cubin, log: String::new(), compile_secs: 0.0, from_cache: true }),
+            Entry::Damaged => eprintln!("cuzk: kernel cache entry {} is damaged (checksum mismatch); compiling it again", path.display()),
+            Entry::Missing => {}
         }
     }
     let start = Instant::now();
@@ -98,12 +101,34 @@ pub fn compile(module: Module, cc: (i32, i32), use_cache: bool) -> Result<Compil
         // A cache that cannot be written only costs a recompile next time.
         if std::fs::create_dir_all(cache_dir()).is_ok() {
             let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-            if std::fs::write(&tmp, &cubin).is_ok() {
+            let entry = [&cubin[..], &Sha256::digest(&cubin)[..]].concat();
+            if std::fs::write(&tmp, &entry).is_ok() {
                 let _ = std::fs::rename(&tmp, &path);
             }
         }
     }
     Ok(Compiled { module, arch, cubin, log, compile_secs, from_cache: false })
+}
+
+/// What the cache holds for a key.
+enum Entry {
+    Good(Vec<u8>),
+    Damaged,
+    Missing,
+}
+
+/// A cache entry: the cubin, then the SHA-256 of the cubin (32 bytes).
+fn read_entry(path: &Path) -> Entry {
+    let Ok(mut data) = std::fs::read(path) else { return Entry::Missing };
+    if data.len() <= 32 {
+        return Entry::Damaged;
+    }
+    let len = data.len() - 32;
+    if Sha256::digest(&data[..len])[..] != data[len..] {
+        return Entry::Damaged;
+    }
+    data.truncate(len);
+    Entry::Good(data)
 }
 
 fn nvrtc_cubin(module: Module, source: &str, arch: &str) -> Result<(Vec<u8>, String), String> {
