@@ -245,11 +245,12 @@ pub fn natural_launches(log_n: u32, kernel: NttKernel) -> Vec<PassLaunch> {
 
 /// [`ntt_in_place`] with the pass kernel given; both kernels give the same bits.
 pub fn ntt_in_place_with(dev: &GpuDevice, data: u64, tw: &DevBuf, log_n: u32, dif: bool, inverse: bool, kernel: NttKernel) -> Result<()> {
-    queue_passes(dev, data, 0, tw, log_n, &pass_launches(log_n, dif, kernel), dif, inverse)
+    queue_passes(dev, data, 0, tw, log_n, &pass_launches(log_n, dif, kernel), (dif, inverse))
 }
 
-/// Queues `launches` on `data` (`out`: where a `natural` pass writes).
-fn queue_passes(dev: &GpuDevice, data: u64, out: u64, tw: &DevBuf, log_n: u32, launches: &[PassLaunch], dif: bool, inverse: bool) -> Result<()> {
+/// Queues `launches` on `data` (`out`: where a `natural` pass writes), in the direction
+/// `(dif, inverse)`.
+fn queue_passes(dev: &GpuDevice, data: u64, out: u64, tw: &DevBuf, log_n: u32, launches: &[PassLaunch], (dif, inverse): (bool, bool)) -> Result<()> {
     if tw.len() < (16usize << log_n).max(32) {
         return Err(backend_err(format!("NTT twiddle table of {} bytes is too small for 2^{log_n}", tw.len())));
     }
@@ -294,7 +295,7 @@ pub fn ntt_natural_with(dev: &GpuDevice, data: u64, out: u64, tw: &DevBuf, log_n
         // 2^0: no pass, the transform is the identity.
         return gpu_launch!(dev, "bitrev_copy", grid(1u64 << log_n, 256), &out, &data, &log_n);
     }
-    queue_passes(dev, data, out, tw, log_n, &launches, true, inverse)
+    queue_passes(dev, data, out, tw, log_n, &launches, (true, inverse))
 }
 
 /// A host model of `ntt_pass_v2`: every block's loads, twiddle slots, rounds, groups, element and
