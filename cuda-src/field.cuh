@@ -134,27 +134,36 @@ struct Field {
         o[N] = addc(o[N], 0);
     }
 
+    // Fr's modulus: M[0] = 1, M[1] = 2^32 - 1 and INV = 2^32 - 1 (so m = e0·INV = -e0).
+    static constexpr bool M01_SPECIAL = P::INV == 0xffffffffu && P::M[0] == 1u && P::M[1] == 0xffffffffu;
+
+    // e + o·2^32 += m·M as mac_even(e, M, m) and mac_odd(o, M, m) do, for M01_SPECIAL moduli with
+    // m = -e0, without multiplying by M[0] and M[1]: m·M[0] = m, so e0 + m·M[0] is 0 with a carry
+    // iff e0 != 0; m·M[1] = m·2^32 - m has the low word -m = e0 and the high word m - (e0 != 0).
+    // The odd chain's carry is left in the carry flag.
+    static __device__ __forceinline__ void mac_m01(u32* e, u32* o, u32 e0, u32 m) {
+        e[0] = add_cc(e0, m);
+        e[1] = addc_cc(e[1], 0u);
+        _Pragma("unroll") for (int j = 2; j < N; j += 2) {
+            e[j] = madc_lo_cc(m, P::M[j], e[j]);
+            e[j + 1] = madc_hi_cc(m, P::M[j], e[j + 1]);
+        }
+        e[N] = addc(e[N], 0u);
+        o[0] = add_cc(o[0], e0);
+        o[1] = addc_cc(o[1], m - (e0 != 0u ? 1u : 0u));
+        _Pragma("unroll") for (int j = 3; j < N; j += 2) {
+            o[j - 1] = madc_lo_cc(m, P::M[j], o[j - 1]);
+            o[j] = madc_hi_cc(m, P::M[j], o[j]);
+        }
+    }
+
     // One Montgomery row on the running value e + o·2^32 (N+1 limbs each): adds m·M with
     // m = e[0]·INV, so e[0] becomes 0, then divides by 2^32 into e (o is cleared).
     static __device__ __forceinline__ void reduce_row(u32* e, u32* o) {
         const u32 e0 = e[0];
         const u32 m = e0 * P::INV;
-        if constexpr (CUZK_FR_FAST_REDUCE && P::INV == 0xffffffffu && P::M[0] == 1u && P::M[1] == 0xffffffffu) {
-            // m = -e0: m·M[0] = m, so e0 + m·M[0] is 0 with a carry iff e0 != 0.
-            e[0] = add_cc(m, e0);
-            e[1] = addc_cc(e[1], 0);
-            _Pragma("unroll") for (int j = 2; j < N; j += 2) {
-                e[j] = madc_lo_cc(m, P::M[j], e[j]);
-                e[j + 1] = madc_hi_cc(m, P::M[j], e[j + 1]);
-            }
-            e[N] = addc(e[N], 0);
-            // m·(2^32 - 1) = m·2^32 - m: low word -m = e0, high word m - (m != 0).
-            o[0] = add_cc(e0, o[0]);
-            o[1] = addc_cc(m - (e0 != 0), o[1]);
-            _Pragma("unroll") for (int j = 3; j < N; j += 2) {
-                o[j - 1] = madc_lo_cc(m, P::M[j], o[j - 1]);
-                o[j] = madc_hi_cc(m, P::M[j], o[j]);
-            }
+        if constexpr (CUZK_FR_FAST_REDUCE && M01_SPECIAL) {
+            mac_m01(e, o, e0, m);
             o[N] = addc(o[N], 0);
         } else {
             mac_row(e, o, P::M, m);
@@ -199,21 +208,8 @@ struct Field {
         mac_even(E, a, bi);
         const u32 e0 = E[0];
         const u32 m = e0 * P::inv();
-        if constexpr (P::INV == 0xffffffffu && P::M[0] == 1u && P::M[1] == 0xffffffffu) {
-            // Fr: m = -e0, m·M[0] = m, m·M[1] = m·2^32 - m, added without multiplying.
-            E[0] = add_cc(e0, m);  // 0, carry iff e0 != 0
-            E[1] = addc_cc(E[1], 0u);
-            _Pragma("unroll") for (int j = 2; j < N; j += 2) {
-                E[j] = madc_lo_cc(m, P::M[j], E[j]);
-                E[j + 1] = madc_hi_cc(m, P::M[j], E[j + 1]);
-            }
-            E[N] = addc(E[N], 0u);
-            O[0] = add_cc(O[0], e0);  // low word of m·(2^32 - 1): -m = e0
-            O[1] = addc_cc(O[1], m - (e0 != 0u ? 1u : 0u));  // its high word
-            _Pragma("unroll") for (int j = 3; j < N; j += 2) {
-                O[j - 1] = madc_lo_cc(m, P::M[j], O[j - 1]);
-                O[j] = madc_hi_cc(m, P::M[j], O[j]);
-            }
+        if constexpr (M01_SPECIAL) {
+            mac_m01(E, O, e0, m);
         } else {
             mac_even(E, P::M, m);
             mac_odd(O, P::M, m);  // no carry out (see the bounds above)
