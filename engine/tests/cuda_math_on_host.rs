@@ -355,18 +355,20 @@ enum Op {
     Quotient,
 }
 
+/// `launches` of one transform of buffer `x` (a `natural` pass writing buffer `out`, 3: none).
+fn pass_ops(launches: Vec<cuzk_engine::gpu::ntt::PassLaunch>, dif: bool, inverse: bool, x: u32, out: u32) -> Vec<Op> {
+    launches.into_iter().map(|l| Op::Pass(l, dif, inverse, x, if l.natural { out } else { 3 })).collect()
+}
+
 /// The passes of one transform of buffer `x`, as the device runs them.
 fn ntt_ops(log_n: u32, kernel: cuzk_engine::gpu::ntt::NttKernel, dif: bool, inverse: bool, x: u32) -> Vec<Op> {
-    cuzk_engine::gpu::ntt::pass_launches(log_n, dif, kernel).into_iter().map(|l| Op::Pass(l, dif, inverse, x, 3)).collect()
+    pass_ops(cuzk_engine::gpu::ntt::pass_launches(log_n, dif, kernel), dif, inverse, x, 3)
 }
 
 /// The passes of a natural-order transform of buffer `x` into buffer `out`, as the device runs
 /// them (`ntt::natural_launches`).
 fn natural_ops(log_n: u32, kernel: cuzk_engine::gpu::ntt::NttKernel, inverse: bool, x: u32, out: u32) -> Vec<Op> {
-    cuzk_engine::gpu::ntt::natural_launches(log_n, kernel)
-        .into_iter()
-        .map(|l| Op::Pass(l, true, inverse, x, if l.natural { out } else { 3 }))
-        .collect()
+    pass_ops(cuzk_engine::gpu::ntt::natural_launches(log_n, kernel), true, inverse, x, out)
 }
 
 /// Runs `ops` in the NTT program on A, B, C (2^log_n each) with the H step's tables for 2^log_n;
