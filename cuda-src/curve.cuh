@@ -2,7 +2,6 @@
 // Inputs are blst affine points (x, y; all zeros = infinity). Accumulators are XYZZ
 // (x = X/ZZ, y = Y/ZZZ, ZZ^3 = ZZZ^2; ZZ = 0 means infinity), formulas from the EFD
 // (madd-2008-s, add-2008-s, dbl-2008-s-1, mdbl-2008-s-1), with the equal and opposite cases.
-
 template <class F>
 struct Affine {
     F x, y;
@@ -79,9 +78,9 @@ struct Xyzz {
             return inf();
         }
         F pp = p.sqr();
-        Xyzz o;
         F ppp = p * pp;
         F q = x * pp;
+        Xyzz o;
         o.x = r.sqr() - ppp - q.dbl();
         o.y = r * (q - o.x) - y * ppp;
         o.zz = zz * pp;

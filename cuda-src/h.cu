@@ -1,10 +1,6 @@
 // Element-wise steps around the NTTs: coset scaling with index permutation, the H quotient,
 // and the bit-reversal copy.
 
-__device__ __forceinline__ u64 bitrev(u64 i, u32 logn) {
-    return logn == 0 ? 0 : (__brevll(i) >> (64 - logn));
-}
-
 // out[p or k] = in[p] * lo[k & mask] * hi[k >> lo_bits], with k = bitrev(p) when rev_in != 0,
 // else k = p; the result goes to index k when out_perm != 0, else to p (in place allowed then).
 // The tables hold powers of the coset generator (and any constant factor such as 1/n).

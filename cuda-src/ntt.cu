@@ -11,13 +11,12 @@
 // to out[bitrev(g)] instead of back in place. Its blocks then take their high index bits in
 // bit-reversed order of blockIdx, so that the blocks resident together write neighbouring
 // elements of `out` (whole cache lines in L2) rather than elements 2^(logn - t) apart.
-__device__ __forceinline__ u64 ntt_bitrev(u64 i, u32 bits) { return bits == 0 ? 0 : (__brevll(i) >> (64 - bits)); }
 __device__ __forceinline__ u64 ntt_block(const u32* out) {
     if (out == nullptr) return blockIdx.x;
-    return ntt_bitrev(blockIdx.x, 31 - __clz(gridDim.x));  // gridDim.x is a power of two
+    return bitrev(blockIdx.x, 31 - __clz(gridDim.x));  // gridDim.x is a power of two
 }
 __device__ __forceinline__ u32* ntt_dst(u32* data, u32* out, u64 g, u32 logn) {
-    return out == nullptr ? data + 8 * g : out + 8 * ntt_bitrev(g, logn);
+    return out == nullptr ? data + 8 * g : out + 8 * bitrev(g, logn);
 }
 
 __device__ __forceinline__ Fr load_global(const u32* p) {

@@ -31,13 +31,14 @@ use rand_chacha::ChaCha20Rng;
 /// The tuning switches of the headers (each variant is checked like the default build).
 const VARIANTS: [&str; 5] = ["", "-DCUZK_MUL_ALT=0", "-DCUZK_MUL_ALT=0 -DCUZK_FR_FAST_REDUCE=1", "-DCUZK_FP_MUL_CALL=1", "-DCUZK_FP_SQR=1"];
 
-/// The NTT program: the field headers, `cuda-src/ntt.cu` (every block's threads run
+/// The NTT program: the field headers, `bitrev.cuh`, `cuda-src/ntt.cu` (every block's threads run
 /// concurrently: `kernels_shim.h`, `launch_blocks`) and `h.cu`, and `ntt_driver.cpp`.
 const NTT: &[&str] = &[
     "tests/host_math/shim.h",
     "tests/host_math/kernels_shim.h",
     "../cuda-src/field.cuh",
     "../cuda-src/fr.cuh",
+    "../cuda-src/bitrev.cuh",
     "../cuda-src/ntt.cu",
     "../cuda-src/h.cu",
     "tests/host_math/ntt_driver.cpp",

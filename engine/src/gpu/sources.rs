@@ -8,6 +8,7 @@ const FR: (&str, &str) = ("fr.cuh", include_str!("../../../cuda-src/fr.cuh"));
 const FP: (&str, &str) = ("fp.cuh", include_str!("../../../cuda-src/fp.cuh"));
 const FP2: (&str, &str) = ("fp2.cuh", include_str!("../../../cuda-src/fp2.cuh"));
 const CURVE: (&str, &str) = ("curve.cuh", include_str!("../../../cuda-src/curve.cuh"));
+const BITREV: (&str, &str) = ("bitrev.cuh", include_str!("../../../cuda-src/bitrev.cuh"));
 
 /// One NVRTC compilation unit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -40,7 +41,7 @@ impl Module {
     fn parts(self) -> Vec<(&'static str, &'static str)> {
         let fields = vec![COMMON, FIELD, FR, FP, FP2];
         let mut parts = match self {
-            Module::Ntt | Module::H => vec![COMMON, FIELD, FR],
+            Module::Ntt | Module::H => vec![COMMON, FIELD, FR, BITREV],
             Module::Arith => fields,
             Module::Msm | Module::BatchAdd => {
                 let mut v = fields;

@@ -1,4 +1,4 @@
-// Appended after shim.h, kernels_shim.h, the field headers, cuda-src/ntt.cu and cuda-src/h.cu.
+// Appended after shim.h, kernels_shim.h, the field headers, cuda-src/bitrev.cuh, ntt.cu and h.cu.
 // One request on stdin runs a list of launches over three buffers A, B, C of 2^log_n Fr
 // (Montgomery form) and writes the three buffers back. The request:
 //   u32 log_n, u32 ops, then each op: u32 code and its u32 fields
