@@ -38,6 +38,7 @@ const NTT: &[&str] = &[
     "tests/host_math/kernels_shim.h",
     "../cuda-src/field.cuh",
     "../cuda-src/fr.cuh",
+    "../cuda-src/fr52.cuh",
     "../cuda-src/bitrev.cuh",
     "../cuda-src/ntt.cu",
     "../cuda-src/h.cu",
@@ -45,7 +46,7 @@ const NTT: &[&str] = &[
 ];
 
 /// The field and curve program: the headers and `driver.cpp`.
-const MATH: &[&str] = &["tests/host_math/shim.h", "../cuda-src/field.cuh", "../cuda-src/fr.cuh", "../cuda-src/fp.cuh", "../cuda-src/fp2.cuh", "../cuda-src/curve.cuh", "tests/host_math/driver.cpp"];
+const MATH: &[&str] = &["tests/host_math/shim.h", "../cuda-src/field.cuh", "../cuda-src/fr.cuh", "../cuda-src/fr52.cuh", "../cuda-src/fp.cuh", "../cuda-src/fp2.cuh", "../cuda-src/curve.cuh", "tests/host_math/driver.cpp"];
 /// The MSM program: the headers, `cuda-src/msm.cu` and `batch_add.cu` with their launches
 /// emulated one thread at a time (`kernels_shim.h`), and `msm_driver.cpp`.
 const MSM: &[&str] = &[
@@ -99,7 +100,7 @@ fn build(parts: &[&str], flags: &str) -> Option<PathBuf> {
     let (cpp, tmp) = (dir.join(format!("math-{pid}.cpp")), dir.join(format!("math-{pid}.exe")));
     std::fs::write(&cpp, src).unwrap();
     let out = Command::new(&cxx)
-        .args(["-std=c++17", "-O1", "-Wno-unknown-pragmas"])
+        .args(["-std=c++17", "-O1", "-frounding-math", "-Wno-unknown-pragmas"])
         .args(flags.split_whitespace())
         .arg("-o")
         .arg(&tmp)
@@ -180,6 +181,14 @@ fn check_fields(exe: &Path) {
     let canon = run(&exe, 0, 5, n, as_bytes(&fa), as_bytes(&fb), 32);
     for (i, x) in fa.iter().enumerate() {
         assert_eq!(&canon[32 * i..32 * i + 32], &x.to_repr()[..], "Fr from_mont at {i}");
+    }
+    // The FP64-pipe product (fr52.cuh): one product, and three fed back unreduced.
+    for (op, pow) in [(0u32, 1u64), (1, 3)] {
+        let got = run(&exe, 5, op, n, as_bytes(&fa), as_bytes(&fb), 32);
+        for (i, (x, y)) in fa.iter().zip(&fb).enumerate() {
+            let want = *x * y.pow_vartime([pow]);
+            assert_eq!(&got[32 * i..32 * i + 32], as_bytes(std::slice::from_ref(&want)), "Fr52 x·y^{pow} at {i}: {x:?}, {y:?}");
+        }
     }
     let pa = with_edges((0..n).map(|_| Fp::random(&mut rng)).collect(), &[Fp::ZERO, Fp::ONE, -Fp::ONE, -Fp::ONE]);
     let pb = with_edges((0..n).map(|_| Fp::random(&mut rng)).collect(), &[-Fp::ONE, Fp::ZERO, -Fp::ONE, Fp::ONE]);
@@ -419,9 +428,20 @@ fn first_difference(got: &[u8], want: &[Scalar]) -> Option<usize> {
 /// twiddle rows of 512 and 1024, low indices and groups of higher bits as at 2^27).
 #[test]
 fn ntt_kernels_match_the_cpu_fft_on_the_host() {
+    for flags in NTT_VARIANTS {
+        let Some(exe) = program(NTT, flags) else { return };
+        eprintln!("variant [{flags}]");
+        check_ntt(&exe);
+    }
+}
+
+/// The NTT's tuning switches (each variant is checked like the default build).
+const NTT_VARIANTS: [&str; 2] = ["", "-DCUZK_NTT_FP64=1"];
+
+fn check_ntt(exe: &Path) {
     use cuzk_engine::fft::Domain;
     use cuzk_engine::gpu::ntt::{natural_launches, pass_launches, NttKernel};
-    let Some(exe) = program(NTT, "") else { return };
+    let exe = exe.to_path_buf();
     let mut rng = rng();
     let mut cases: Vec<(u32, NttKernel, bool, bool)> = Vec::new();
     for log_n in [0u32, 1, 2, 5, 10, 13, 16] {

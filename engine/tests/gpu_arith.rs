@@ -83,7 +83,8 @@ fn field_arithmetic_matches_blstrs() {
 }
 
 /// The product-throughput kernels of `cuzk bench kernels` (K chains x <- x·y a thread) give
-/// x·y^rounds, for Fr and Fp, one and four chains.
+/// x·y^rounds, for Fr (the 32-bit product, the FP64-pipe one and the two mixed) and Fp, one and
+/// four chains.
 #[test]
 fn product_chains_match_blstrs() {
     let Some(b) = backend("product_chains_match_blstrs") else { return };
@@ -93,13 +94,17 @@ fn product_chains_match_blstrs() {
     for k in [1usize, 4] {
         let fa = with_edges(scalars(&mut rng, k * n as usize), [Scalar::ZERO, Scalar::ONE, -Scalar::ONE]);
         let fb = with_edges(scalars(&mut rng, n as usize), [-Scalar::ONE, Scalar::ONE, -Scalar::ONE]);
-        let got = launch(dev, &format!("mul_chains_fr{k}"), &fa, &fb, n, rounds);
-        for (j, g) in got.iter().enumerate() {
-            assert_eq!(*g, fa[j] * fb[j / k].pow_vartime([rounds as u64]), "Fr, {k} chains, element {j}");
+        // The 32-bit product, the FP64-pipe one (fr52.cuh), and two chains of each a thread.
+        let names: &[&str] = if k == 1 { &["fr", "fr52"] } else { &["fr", "fr52", "frmix"] };
+        for name in names {
+            let got = launch(dev, &format!("mul_chains_{name}_x{k}"), &fa, &fb, n, rounds);
+            for (j, g) in got.iter().enumerate() {
+                assert_eq!(*g, fa[j] * fb[j / k].pow_vartime([rounds as u64]), "{name}, {k} chains, element {j}");
+            }
         }
         let pa = with_edges((0..k * n as usize).map(|_| Fp::random(&mut rng)).collect(), [Fp::ZERO, Fp::ONE, -Fp::ONE]);
         let pb = with_edges((0..n as usize).map(|_| Fp::random(&mut rng)).collect(), [-Fp::ONE, Fp::ONE, -Fp::ONE]);
-        let got = launch(dev, &format!("mul_chains_fp{k}"), &pa, &pb, n, rounds);
+        let got = launch(dev, &format!("mul_chains_fp_x{k}"), &pa, &pb, n, rounds);
         for (j, g) in got.iter().enumerate() {
             assert_eq!(*g, pa[j] * pb[j / k].pow_vartime([rounds as u64]), "Fp, {k} chains, element {j}");
         }

@@ -145,7 +145,9 @@ pub fn run_kernel_bench(dev: &GpuDevice, opts: &KernelBenchOptions) -> Result<Ke
         // Its own generator, so that the other families' inputs do not depend on this one.
         let mut rng = ChaCha20Rng::seed_from_u64(0xf1e1d);
         let threads: u64 = 1 << 20;
-        for (name, words, floor, rounds) in [("fr", 8usize, MULADDS_PER_SEC / 264.0, 1000u32), ("fp", 12, MULADDS_PER_SEC / 588.0, 400)] {
+        for (words, floor, rounds) in [(8usize, MULADDS_PER_SEC / 264.0, 1000u32), (12, MULADDS_PER_SEC / 588.0, 400)] {
+            // Fr also through the FP64-pipe product (fr52.cuh) and two chains on each pipe.
+            let kinds: &[(&str, u32)] = if words == 8 { &[("fr", 1), ("fr", 4), ("fr52", 1), ("fr52", 4), ("frmix", 4)] } else { &[("fp", 1), ("fp", 4)] };
             let elems = |count: usize, seed: u64| -> Vec<u8> {
                 if words == 8 {
                     return as_bytes(&random_scalars(count, seed)).to_vec();
@@ -159,8 +161,8 @@ pub fn run_kernel_bench(dev: &GpuDevice, opts: &KernelBenchOptions) -> Result<Ke
             let a = dev.upload(&elems(4 * threads as usize, rng.next_u64()), "bench field a")?;
             let b = dev.upload(&elems(threads as usize, rng.next_u64()), "bench field b")?;
             let out_buf = dev.alloc(4 * threads as usize * words * 4, "bench field out")?;
-            for k in [1u32, 4] {
-                let kernel = format!("mul_chains_{name}{k}");
+            for &(name, k) in kinds {
+                let kernel = format!("mul_chains_{name}_x{k}");
                 let ms = time_ms(dev, opts.reps, || {
                     crate::gpu_launch!(dev, &kernel, super::device::grid(threads, 128), &out_buf.ptr(), &a.ptr(), &b.ptr(), &threads, &rounds)
                 })?;

@@ -45,7 +45,8 @@ pub struct GpuDevice {
 }
 
 const KERNELS: &[(Module, &[&str])] = &[
-    (Module::Arith, &["arith_fr", "arith_fp", "arith_fp2", "mul_chains_fr1", "mul_chains_fr4", "mul_chains_fp1", "mul_chains_fp4"]),
+    (Module::Arith, &["arith_fr", "arith_fp", "arith_fp2", "mul_chains_fr_x1", "mul_chains_fr_x4", "mul_chains_fp_x1", "mul_chains_fp_x4",
+                      "mul_chains_fr52_x1", "mul_chains_fr52_x4", "mul_chains_frmix_x4"]),
     (Module::Ntt, &["ntt_pass", "ntt_pass_v2", "ntt_twiddles"]),
     (Module::H, &["scale_permute", "h_quotient", "bitrev_copy"]),
     (Module::Msm, &["msm_histogram", "msm_tile_sums", "msm_scan", "msm_tile_scan", "msm_scatter", "msm_accumulate_g1",

@@ -5,6 +5,7 @@
 const COMMON: (&str, &str) = ("common.cuh", include_str!("../../../cuda-src/common.cuh"));
 const FIELD: (&str, &str) = ("field.cuh", include_str!("../../../cuda-src/field.cuh"));
 const FR: (&str, &str) = ("fr.cuh", include_str!("../../../cuda-src/fr.cuh"));
+const FR52: (&str, &str) = ("fr52.cuh", include_str!("../../../cuda-src/fr52.cuh"));
 const FP: (&str, &str) = ("fp.cuh", include_str!("../../../cuda-src/fp.cuh"));
 const FP2: (&str, &str) = ("fp2.cuh", include_str!("../../../cuda-src/fp2.cuh"));
 const CURVE: (&str, &str) = ("curve.cuh", include_str!("../../../cuda-src/curve.cuh"));
@@ -41,8 +42,8 @@ impl Module {
     fn parts(self) -> Vec<(&'static str, &'static str)> {
         let fields = vec![COMMON, FIELD, FR, FP, FP2];
         let mut parts = match self {
-            Module::Ntt | Module::H => vec![COMMON, FIELD, FR, BITREV],
-            Module::Arith => fields,
+            Module::Ntt | Module::H => vec![COMMON, FIELD, FR, FR52, BITREV],
+            Module::Arith => vec![COMMON, FIELD, FR, FR52, FP, FP2],
             Module::Msm | Module::BatchAdd => {
                 let mut v = fields;
                 v.push(CURVE);

@@ -3,6 +3,8 @@
 // kind 0 Fr, 1 Fp, 2 Fp2: op 0 add, 1 sub, 2 mul, 3 sqr, 4 neg, 5 from_mont (Fr).
 // kind 3 G1, 4 G2: a = XYZZ accumulators; op 0: a + affine b (mixed addition), 1: a + XYZZ b,
 // 2: 2a, 3: 2 · affine b; results are XYZZ.
+// kind 5 Fr through the FP64-pipe product (fr52.cuh): op 0: a·b, op 1: a·b^3 (products fed
+// back unreduced); results in Fr's form.
 
 template <class F>
 F field_op(const F& x, const F& y, u32 op) {
@@ -33,6 +35,18 @@ Fp2 field_op<Fp2>(const Fp2& x, const Fp2& y, u32 op) {
         case 3: return x.sqr();
         default: return x.neg();
     }
+}
+
+bool fr52(u32 op, u64 n) {
+    std::vector<u32> a(n * 8), b(n * 8), r(n * 8);
+    if (fread(a.data(), 4, a.size(), stdin) != a.size() || fread(b.data(), 4, b.size(), stdin) != b.size()) return false;
+    for (u64 i = 0; i < n; i++) {
+        const Fr52 y = Fr52::from_r260(Fr::load(&b[i * 8]));
+        Fr52 x = Fr52::from(Fr::load(&a[i * 8])) * y;
+        if (op == 1) x = (x * y) * y;
+        x.to_fr().store(&r[i * 8]);
+    }
+    return fwrite(r.data(), 4, r.size(), stdout) == r.size();
 }
 
 template <class F>
@@ -66,6 +80,7 @@ int main() {
             case 2: ok = fields<Fp2>(head[1], n); break;
             case 3: ok = points<Fp>(head[1], n); break;
             case 4: ok = points<Fp2>(head[1], n); break;
+            case 5: ok = fr52(head[1], n); break;
         }
         if (!ok) return 2;
     }

@@ -2,9 +2,12 @@
 // test engine/tests/cuda_math_on_host.rs: it stands in for cuda-src/common.cuh, whose PTX
 // carry-chain helpers it emulates with an explicit carry flag (PTX semantics: `.cc` writes the
 // carry, or the borrow for subtraction; `addc`/`subc` read it).
+#include <cfenv>
+#include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -33,3 +36,16 @@ inline u32 mad_lo_cc(u32 a, u32 b, u32 c) { return add_cc(lo(a, b), c); }
 inline u32 madc_lo_cc(u32 a, u32 b, u32 c) { return addc_cc(lo(a, b), c); }
 inline u32 mad_hi_cc(u32 a, u32 b, u32 c) { return add_cc(hi(a, b), c); }
 inline u32 madc_hi_cc(u32 a, u32 b, u32 c) { return addc_cc(hi(a, b), c); }
+
+// The FP64 intrinsics of fr52.cuh. The host build has -frounding-math, so the compiler keeps
+// each fma inside its rounding mode.
+inline long long __double_as_longlong(double x) { long long r; memcpy(&r, &x, 8); return r; }
+inline double __longlong_as_double(long long x) { double r; memcpy(&r, &x, 8); return r; }
+inline double __fma_rn(double a, double b, double c) { return std::fma(a, b, c); }
+inline double __fma_rz(double a, double b, double c) {
+    const int mode = std::fegetround();
+    std::fesetround(FE_TOWARDZERO);
+    const double r = std::fma(a, b, c);
+    std::fesetround(mode);
+    return r;
+}
