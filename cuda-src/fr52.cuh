@@ -4,17 +4,21 @@
 // x·2^256 · y·2^260 / 2^260 = xy·2^256. So data stays in blst's form and only the constant side
 // (a twiddle, a repeated factor) is kept in R'-form.
 //
-// Why: on sm_90 a 32 x 32 -> 64-bit IMAD.WIDE occupies the multiply pipe 4 cycles a warp, while
-// a DFMA occupies the separate FP64 pipe 2. Each 52 x 52-bit limb product a·b (exact, < 2^104)
-// is two DFMA and one DADD:
+// Why it exists: on paper it is the way past the 32-bit product's ceiling. A 32 x 32 -> 64-bit
+// IMAD.WIDE occupies the multiply pipe 4 cycles a warp; a DFMA is datasheet-rated at 2 cycles on
+// the separate FP64 pipe. Each 52 x 52-bit limb product a·b (exact, < 2^104) is two DFMA and one
+// DADD:
 //   h = fma_rz(a, b, 2^104)          = 2^104 + floor(ab / 2^52)·2^52: bits BHI + hi
 //   l = fma(a, b, (2^104 + 2^52) - h) = 2^52 + (ab mod 2^52):          bits BLO + lo
 // (both exact: h lies in [2^104, 2^105), whose unit in the last place is 2^52, and l in
-// [2^52, 2^53), whose unit is 1). The bit patterns are summed per column in 64-bit integers and
-// the exponent bits taken off by the columns' initial values; a column gets at most 18 terms
-// below 2^52, so its sum never wraps. The integer sums run on the ALU pipe and the few integer
-// products (the reduction's multipliers) on the multiply pipe, so a kernel can run this product
-// beside the 32-bit one (field.cuh), each on its own pipe.
+// [2^52, 2^53), whose unit is 1). The bit patterns are summed per column in 64-bit integers (ALU
+// pipe) and the exponent bits taken off by the columns' initial values; a column gets at most 18
+// terms below 2^52, so its sum never wraps.
+// What it measured (`cuzk bench kernels --only field`, H200, 2026-12-01): 5.67e10 products/s,
+// against 6.06e10 for field.cuh's product, and two chains of each a thread (frmix) 5.79e10. The
+// FP64 instructions take ~4 cycles a warp, not 2, and the two kinds do not overlap; an NTT with a
+// third of its products here (stage 1 of each radix-8 group) took 43.8 instead of 39.1 ms at
+// 2^27. No transform uses it: it stays as the field bench's measurement of that ceiling.
 //
 // Bounds: limbs below 2^52, values below 2^256. For a, b < 2r the result
 // (ab + m·r) / 2^260 < 4r^2/2^260 + r < 1.1r: below 2r, which is the form products take and

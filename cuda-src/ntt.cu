@@ -191,20 +191,10 @@ extern "C" __global__ void __launch_bounds__(256, CUZK_NTT_MIN_BLOCKS) ntt_pass(
 #endif
 #define NTT2_MAX_THREADS 128
 
-// FP64-pipe products (fr52.cuh): stage j = 1 of every radix-4 and radix-8 group multiplies on the
-// FP64 pipe, beside the other stages' products on the multiply pipe; its twiddles are kept in
-// shared memory in R'-form (10 words: 5 limbs of 52 bits as doubles). A tuning switch,
-// -DCUZK_NTT_FP64=1.
-#ifndef CUZK_NTT_FP64
-#define CUZK_NTT_FP64 0
-#endif
-// Twiddle rows in shared memory (ntt.rs `V2_TWIDDLE_ROWS`): 8 words of an Fr, 10 of an Fr52.
-#define NTT2_TW_ROWS 10
-
 // Shared memory, in words. Data: word r of local element e at ntt2_row(r, RS) + ntt2_col(e),
 // RS = E + E/32, 8 RS + 16 words in all; rows 4..7 start 16 words later, so that the two 16-byte
 // halves of 16 consecutive elements (one warp's global access) fall in 32 different banks.
-// Twiddles follow (NTT2_TW_ROWS rows): word r of slot s at r * TWS + s; TWS is 512 or 1024 in the radix-8 blocks
+// Twiddles follow: word r of slot s at r * TWS + s; TWS is 512 or 1024 in the radix-8 blocks
 // (the smaller that holds the (2^t - 1) << lgL slots; a constant), the slot count otherwise.
 __device__ __forceinline__ u32 ntt2_col(u32 e) { return e + (e >> 5); }
 __device__ __forceinline__ u32 ntt2_row(u32 r, u32 RS) { return r * RS + (r >= 4 ? 16u : 0u); }
@@ -271,20 +261,6 @@ __device__ __forceinline__ void ntt2_group(u32* sm, u32 RS, const u32* tsm, u32 
                 continue;
             }
             const u32* const tq = tsm + ntt2_slot(e0 | ((u32)(k & (h - 1)) << p), lowbit + j, lgL);
-            if (CUZK_NTT_FP64 && W >= 2 && j == 1) {
-                Fr52 w;
-                _Pragma("unroll") for (int r = 0; r < 5; r++) w.l[r] = __longlong_as_double((long long)((u64)tq[(2 * r + 1) * TWS] << 32 | tq[2 * r * TWS]));
-                if (DIF) {
-                    Fr s = x[k] + x[k + h];
-                    x[k + h] = (Fr52::from(x[k] - x[k + h]) * w).to_fr();
-                    x[k] = s;
-                } else {
-                    Fr yw = (Fr52::from(x[k + h]) * w).to_fr();
-                    x[k + h] = x[k] - yw;
-                    x[k] = x[k] + yw;
-                }
-                continue;
-            }
             Fr w;
             _Pragma("unroll") for (int r = 0; r < 8; r++) w.v[r] = tq[r * TWS];
             if (DIF) {
@@ -299,19 +275,6 @@ __device__ __forceinline__ void ntt2_group(u32* sm, u32 RS, const u32* tsm, u32 
         }
     }
     _Pragma("unroll") for (int k = 0; k < (1 << W); k++) ntt2_st(q0 + ntt2_col((u32)k << p), RS, x[k]);
-}
-
-// Whether stage q of a pass of t stages is some round's stage j = 1 (the rounds of ntt2_rounds,
-// of width two or three): under CUZK_NTT_FP64 its products run on the FP64 pipe.
-__device__ __forceinline__ bool ntt2_fp64_stage(u32 q, u32 t, bool dif, bool radix8) {
-    const u32 maxw = radix8 ? 3 : 2, rounds = radix8 ? 3 : (t + 1) / 2;
-    bool hit = false;
-    for (u32 r = 0; r < rounds; r++) {
-        const u32 w = (r + 1 < rounds) ? maxw : t - maxw * r;
-        const u32 lowbit = dif ? (r + 1 < rounds ? t - maxw * (r + 1) : 0) : maxw * r;
-        hit |= w >= 2 && q == lowbit + 1;
-    }
-    return CUZK_NTT_FP64 && hit;
 }
 
 // The rounds of a pass of t stages over E = 2^(t + lgL + lgS) elements, bd threads, one barrier
@@ -400,15 +363,12 @@ __device__ __forceinline__ void ntt2_pass(u32* sm, u32* __restrict__ data, u32* 
     _Pragma("unroll 1") for (u32 s0 = 0; s0 < TWN; s0 += 4 * bd) {
         Fr raw[4];
         u32 ex[4];
-        bool d52[4];
         _Pragma("unroll") for (u32 i = 0; i < 4; i++) {
             const u32 s = s0 + i * bd + tid;
             ex[i] = 0;
-            d52[i] = false;
             if (s < TWN) {
                 const u32 a = (s >> lgL) + 1;
                 const u32 q = 31 - __clz(a);
-                d52[i] = ntt2_fp64_stage(q, t, dif != 0, NB > 0);
                 const u32 m = a - (1u << q);
                 const u32 j = (m << b) | (lg << lgL) | (s & (L - 1));
                 ex[i] = j << (logn - b - q - 1);
@@ -421,16 +381,7 @@ __device__ __forceinline__ void ntt2_pass(u32* sm, u32* __restrict__ data, u32* 
                 Fr v = Fr::one();
                 if (ex[i] != 0) v = inverse ? raw[i].neg() : raw[i];
                 u32* const q = tsm + s;
-                if (d52[i]) {
-                    const Fr52 d = Fr52::from_r260(v);
-                    _Pragma("unroll") for (int r = 0; r < 5; r++) {
-                        const u64 w = Fr52::bits(d.l[r]);
-                        q[2 * r * TWS] = (u32)w;
-                        q[(2 * r + 1) * TWS] = (u32)(w >> 32);
-                    }
-                } else {
-                    _Pragma("unroll") for (int r = 0; r < 8; r++) q[r * TWS] = v.v[r];
-                }
+                _Pragma("unroll") for (int r = 0; r < 8; r++) q[r * TWS] = v.v[r];
             }
         }
     }
@@ -459,7 +410,7 @@ __device__ __forceinline__ void ntt2_pass(u32* sm, u32* __restrict__ data, u32* 
 
 // Launch (engine/src/gpu/ntt.rs, `v2_shape`, `v2_threads`, `v2_smem_bytes`; `out` null except in
 // a natural-order transform's last pass, see ntt_dst): blocks of
-// E = 2^(t + lgL + lgS) elements, E/8 threads (1 to 128), 4 · (8 RS + 16 + NTT2_TW_ROWS TWS) bytes of
+// E = 2^(t + lgL + lgS) elements, E/8 threads (1 to 128), 4 · (8 RS + 16 + 8 TWS) bytes of
 // dynamic shared memory (RS = E + E/32; data and twiddle rows). The radix-8 path needs E = 2^10,
 // t = 9 or 8 and 128 threads; any other pass runs at run time.
 extern "C" __global__ void __launch_bounds__(NTT2_MAX_THREADS, CUZK_NTT2_MIN_BLOCKS)

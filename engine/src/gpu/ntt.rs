@@ -158,16 +158,12 @@ fn v2_threads(elems: u64) -> u32 {
     (elems / 8).clamp(1, 128) as u32
 }
 
-/// Twiddle rows of an `ntt_pass_v2` block (ntt.cu `NTT2_TW_ROWS`): an Fr twiddle takes 8, one
-/// in the FP64-pipe form (fr52.cuh, `CUZK_NTT_FP64`) 10.
-const V2_TWIDDLE_ROWS: u64 = 10;
-
 /// Dynamic shared memory of an `ntt_pass_v2` block of `elems` elements, t stages and 2^lg_l low
-/// indices (`v2_shape`): 8 data rows of E + E/32 words (+ 16), `V2_TWIDDLE_ROWS` twiddle rows of
+/// indices (`v2_shape`): 8 data rows of E + E/32 words (+ 16), 8 twiddle rows of
 /// `v2_twiddle_row` words.
 fn v2_smem_bytes(t: u32, lg_l: u32, elems: u64) -> u32 {
     let rs = elems + elems / 32;
-    (4 * (8 * rs + 16 + V2_TWIDDLE_ROWS * v2_twiddle_row(t, lg_l, elems) as u64)) as u32
+    (4 * (8 * rs + 16 + 8 * v2_twiddle_row(t, lg_l, elems) as u64)) as u32
 }
 
 /// Whether an `ntt_pass_v2` block of `elems` elements and t stages takes the kernel's radix-8

@@ -42,7 +42,7 @@ impl Module {
     fn parts(self) -> Vec<(&'static str, &'static str)> {
         let fields = vec![COMMON, FIELD, FR, FP, FP2];
         let mut parts = match self {
-            Module::Ntt | Module::H => vec![COMMON, FIELD, FR, FR52, BITREV],
+            Module::Ntt | Module::H => vec![COMMON, FIELD, FR, BITREV],
             Module::Arith => vec![COMMON, FIELD, FR, FR52, FP, FP2],
             Module::Msm | Module::BatchAdd => {
                 let mut v = fields;
