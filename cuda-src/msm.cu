@@ -25,12 +25,6 @@
 
 #define NO_DIGIT 0xffffffffu
 
-// The accumulation reads the next point's index and prefetches its lines one addition ahead; a
-// tuning switch, -DCUZK_MSM_PREFETCH=0 turns it off.
-#ifndef CUZK_MSM_PREFETCH
-#define CUZK_MSM_PREFETCH 1
-#endif
-
 // Minimum resident 128-thread blocks per SM for the G1 point kernels (caps their registers).
 #ifndef CUZK_G1_MIN_BLOCKS
 #define CUZK_G1_MIN_BLOCKS 4
@@ -219,9 +213,6 @@ __device__ __forceinline__ void accumulate(const u32* bases, const u32* sorted, 
     u32 run_end = live ? ow[b] + cw[b] : 0;
     Xyzz<F> acc = Xyzz<F>::inf();
     const u32 rounds = LOCKSTEP ? per : hi - lo;
-    // The next point's index is read, and its lines asked into L1, one addition ahead
-    // (CUZK_MSM_PREFETCH), so that an addition does not start by waiting on memory.
-    u32 e_next = live && CUZK_MSM_PREFETCH ? list[lo] : 0;
     for (u32 k = 0; k < rounds; k++) {
         const u32 p = lo + k;
         if (p < hi) {
@@ -232,13 +223,7 @@ __device__ __forceinline__ void accumulate(const u32* bases, const u32* sorted, 
                 do { b++; } while (b < B - 1 && cw[b] == 0);
                 run_end = ow[b] + cw[b];
             }
-            const u32 e = CUZK_MSM_PREFETCH ? e_next : list[p];
-            if (CUZK_MSM_PREFETCH && p + 1 < hi) {
-                e_next = list[p + 1];
-                const u32* q = bases + (u64)Affine<F>::WORDS * (e_next & 0x7fffffffu);
-                prefetch_l1(q);
-                prefetch_l1(q + Affine<F>::WORDS - 1);
-            }
+            u32 e = list[p];
             Affine<F> pt = Affine<F>::load(bases + (u64)Affine<F>::WORDS * (e & 0x7fffffffu));
             if (e & 0x80000000u) pt = pt.neg();
             acc = INLINE ? acc.add_affine_inline(pt) : acc.add_affine(pt);

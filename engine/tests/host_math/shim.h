@@ -36,7 +36,6 @@ inline u32 mad_lo_cc(u32 a, u32 b, u32 c) { return add_cc(lo(a, b), c); }
 inline u32 madc_lo_cc(u32 a, u32 b, u32 c) { return addc_cc(lo(a, b), c); }
 inline u32 mad_hi_cc(u32 a, u32 b, u32 c) { return add_cc(hi(a, b), c); }
 inline u32 madc_hi_cc(u32 a, u32 b, u32 c) { return addc_cc(hi(a, b), c); }
-inline void prefetch_l1(const void*) {}
 
 // The FP64 intrinsics of fr52.cuh. The host build has -frounding-math, so the compiler keeps
 // each fma inside its rounding mode.
