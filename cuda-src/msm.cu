@@ -5,8 +5,14 @@
 //    the scatter run once per group of windows whose counters fit in L2.)
 // 2. msm_tile_sums, msm_scan (over the tile sums), msm_tile_scan: per window, exclusive prefix
 //    sums of the bucket counts (bucket offsets), in coalesced tiles of up to 1024 buckets.
-// 3. msm_scatter: the digits again, and a counting sort of point indices by (window, bucket);
-//    the sign travels in bit 31 of the index.
+// 3. msm_scatter_coarse, msm_scatter_fine: the digits again, and a counting sort of point
+//    indices by (window, bucket) in two passes; the sign travels in bit 31 of the index. The
+//    coarse pass puts each digit, with its bucket, at the next place of its window's tile of
+//    buckets (a few thousand write streams, whose partial sectors L2 gathers before they go to
+//    memory); the fine pass takes those records in order and puts each index at its bucket's
+//    next place, so the writes at any time fall within a few tiles' places, which L2 holds.
+//    (One pass writing every index to its bucket directly wrote a 32-byte sector of memory for
+//    each 4-byte index.)
 // 4. msm_accumulate_*: a fixed share of every window's sorted list per thread (the same number
 //    of mixed additions for every thread, whatever the bucket sizes; G1 in lockstep blocks,
 //    see `accumulate`): a bucket that starts in a
@@ -160,17 +166,36 @@ extern "C" __global__ void msm_tile_scan(const u32* counts, const u32* tile_offs
     }
 }
 
-extern "C" __global__ void msm_scatter(const u32* scalars, u32* cursor, u32* sorted, u64 n, u32 c, u32 w0, u32 w1) {
+// Windows [w0, w1): digit d of point i goes, as the record (bucket << 32) | i | sign, to
+// records[(w - w0) n + p], p the next place of its tile (tile_cursor[w · tiles + bucket / tile],
+// which starts at the tile's first bucket offset: msm_scan's cursor output).
+extern "C" __global__ void msm_scatter_coarse(const u32* scalars, u32* tile_cursor, u64* records, u64 n, u32 c, u32 w0, u32 w1,
+                                              u32 tile, u32 tiles) {
     u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     Digits dg(scalars + 8 * i, c);
-    const u32 B = 1u << (c - 1);
     for (u32 w = 0; w < w1; w++) {
         u32 d = dg.next(w);
         if (w < w0 || d == NO_DIGIT) continue;
-        u32 pos = atomicAdd(&cursor[(u64)w * B + (d & 0x7fffffffu)], 1u);
-        sorted[(u64)w * n + pos] = (u32)i | (d & 0x80000000u);
+        const u32 bucket = d & 0x7fffffffu;
+        u32 pos = atomicAdd(&tile_cursor[(u64)w * tiles + bucket / tile], 1u);
+        records[(u64)(w - w0) * n + pos] = (u64)bucket << 32 | (u32)i | (d & 0x80000000u);
     }
+}
+
+// Record r of windows [w0, w1) (r < (w1 - w0) n; window w0 + r / n, place r mod n, which holds a
+// record below the window's digit count `total`): its index to the bucket's next place.
+extern "C" __global__ void msm_scatter_fine(const u64* records, const u32* offsets, const u32* counts, u32* cursor, u32* sorted,
+                                            u64 n, u32 w0, u32 w1, u32 B) {
+    const u64 r = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= (u64)(w1 - w0) * n) return;
+    const u64 w = w0 + r / n;
+    const u32 p = (u32)(r % n);
+    const u32 total = offsets[w * B + B - 1] + counts[w * B + B - 1];
+    if (p >= total) return;
+    const u64 rec = records[r];
+    const u32 pos = atomicAdd(&cursor[w * B + (u32)(rec >> 32)], 1u);
+    sorted[w * n + pos] = (u32)rec;
 }
 
 // The bucket holding sorted position p of a window: the largest b with offsets[b] <= p (that
