@@ -7,10 +7,10 @@
 //    sums of the bucket counts (bucket offsets), in coalesced tiles of up to 1024 buckets.
 // 3. msm_scatter_coarse, msm_scatter_fine: the digits again, and a counting sort of point
 //    indices by (window, bucket) in two passes; the sign travels in bit 31 of the index. The
-//    coarse pass puts each digit, with its bucket, at the next place of its window's tile of
-//    buckets (a few thousand write streams, whose partial sectors L2 gathers before they go to
-//    memory); the fine pass takes those records in order and puts each index at its bucket's
-//    next place, so the writes at any time fall within a few tiles' places, which L2 holds.
+//    coarse pass puts each digit, with its bucket, at the next place of its window's bin of
+//    buckets (32 bins a window: a few hundred write streams, whose partial sectors L2 gathers
+//    before they go to memory); the fine pass takes those records in order and puts each index at its bucket's
+//    next place, so the writes at any time fall within one or two bins' places, which L2 holds.
 //    (One pass writing every index to its bucket directly wrote a 32-byte sector of memory for
 //    each 4-byte index.)
 // 4. msm_accumulate_*: a fixed share of every window's sorted list per thread (the same number
@@ -167,19 +167,32 @@ extern "C" __global__ void msm_tile_scan(const u32* counts, const u32* tile_offs
 }
 
 // Windows [w0, w1): digit d of point i goes, as the record (bucket << 32) | i | sign, to
-// records[(w - w0) n + p], p the next place of its tile (tile_cursor[w · tiles + bucket / tile],
-// which starts at the tile's first bucket offset: msm_scan's cursor output).
-extern "C" __global__ void msm_scatter_coarse(const u32* scalars, u32* tile_cursor, u64* records, u64 n, u32 c, u32 w0, u32 w1,
-                                              u32 tile, u32 tiles) {
-    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    Digits dg(scalars + 8 * i, c);
+// records[(w - w0) n + p], p the next place of its bin of 2^bin_bits buckets (at most 32 bins a
+// window; a bin's places start at its first bucket's offset). A block counts its digits per bin
+// in shared memory and takes each bin's places with one atomic, so the bins' counters (a few
+// hundred, hit by every digit) see one atomic per block and bin, and a block's records of a bin
+// are one run. Any block size (the host emulation runs small blocks).
+extern "C" __global__ void msm_scatter_coarse(const u32* scalars, const u32* offsets, u32* bin_fill, u64* records, u64 n, u32 c,
+                                              u32 w0, u32 w1, u32 bin_bits) {
+    __shared__ u32 count[32], base[32];
+    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    const bool live = i < n;
+    Digits dg(scalars + 8 * (live ? i : 0), c);
+    const u32 B = 1u << (c - 1);
+    const u32 bins = ((B - 1) >> bin_bits) + 1;
     for (u32 w = 0; w < w1; w++) {
-        u32 d = dg.next(w);
-        if (w < w0 || d == NO_DIGIT) continue;
-        const u32 bucket = d & 0x7fffffffu;
-        u32 pos = atomicAdd(&tile_cursor[(u64)w * tiles + bucket / tile], 1u);
-        records[(u64)(w - w0) * n + pos] = (u64)bucket << 32 | (u32)i | (d & 0x80000000u);
+        const u32 d = dg.next(w);
+        if (w < w0) continue;
+        for (u32 k = threadIdx.x; k < 32; k += blockDim.x) count[k] = 0;
+        __syncthreads();
+        const bool has = live && d != NO_DIGIT;
+        const u32 bucket = d & 0x7fffffffu, bin = bucket >> bin_bits;
+        const u32 rank = has ? atomicAdd(&count[bin], 1u) : 0;
+        __syncthreads();
+        for (u32 k = threadIdx.x; k < bins; k += blockDim.x)
+            base[k] = offsets[(u64)w * B + (k << bin_bits)] + atomicAdd(&bin_fill[w * 32 + k], count[k]);
+        __syncthreads();
+        if (has) records[(u64)(w - w0) * n + base[bin] + rank] = (u64)bucket << 32 | (u32)i | (d & 0x80000000u);
     }
 }
 

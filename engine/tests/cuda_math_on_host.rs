@@ -266,7 +266,7 @@ fn combine<G: Group>(windows: Vec<G>, c: u32) -> G {
 fn host_msm(exe: &Path, curve: u32, c: u32, per: u32, bases: &[u8], scalars: &[Scalar]) -> Vec<u8> {
     let n = scalars.len();
     let plan = MsmPlan::with_window(n as u64, if curve == 2 { Kind::G2 } else { Kind::G1 }, c).with_share(per);
-    let req = [le_words(&[curve, c]), (n as u64).to_le_bytes().to_vec(), le_words(&[per, plan.segments, plan.tile()]), bases.to_vec(), as_bytes(scalars).to_vec()]
+    let req = [le_words(&[curve, c]), (n as u64).to_le_bytes().to_vec(), le_words(&[per, plan.segments, plan.sort_bin_bits()]), bases.to_vec(), as_bytes(scalars).to_vec()]
         .concat();
     let out = exchange(exe, &req, &format!("host MSM failed (curve {curve}, c = {c}, {per} per thread)"));
     assert_eq!(out.len(), plan.windows as usize * if curve == 2 { 384 } else { 192 });

@@ -179,6 +179,12 @@ impl MsmPlan {
         (0..windows).step_by(group as usize).map(move |w0| (w0, (w0 + group).min(windows)))
     }
 
+    /// Buckets per bin of the sort's coarse pass, as a power of two: 32 bins a window (fewer
+    /// when a window has fewer than 32 buckets).
+    pub fn sort_bin_bits(&self) -> u32 {
+        self.buckets.trailing_zeros().saturating_sub(5)
+    }
+
     /// Rounds of the tree fold of head partials: enough for a bucket spanning every share of a
     /// window (ceil(log2(threads per window))).
     pub fn head_rounds(&self) -> u32 {
@@ -188,8 +194,7 @@ impl MsmPlan {
     fn threads_per_window(&self) -> u64 {
         self.n.div_ceil(self.per_thread as u64).max(1)
     }
-    /// Buckets per tile of the offset scans, and per coarse bin of the sort.
-    pub fn tile(&self) -> u32 {
+    fn tile(&self) -> u32 {
         self.buckets.clamp(32, 1024)
     }
     fn tiles(&self) -> u32 {
@@ -209,8 +214,8 @@ impl MsmPlan {
         let threads = (w * self.threads_per_window()).max(most);
         // Segment sums and weights (2 × segs) live beside the bucket sums; each pair round's
         // output is half its input (at most segs more in all while the previous round's lives).
-        // The sort's records (8 bytes a digit of one launch's windows) and tile cursors.
-        let sort = 8 * self.sort_group() as u64 * self.n + 4 * w * self.tiles() as u64;
+        // The sort's records (8 bytes a digit of one launch's windows) and bin counters.
+        let sort = 8 * self.sort_group() as u64 * self.n + 4 * 32 * w;
         4 * w * self.n + 3 * 4 * slots + 2 * 4 * w * self.tiles() as u64 + sort + xyzz * (slots + threads + 3 * segs)
     }
 
@@ -289,19 +294,20 @@ pub fn msm_windows_queued(dev: &GpuDevice, bases: u64, scalars: u64, plan: &MsmP
     prof.mark("histogram")?;
     let tiled = cudarc::driver::LaunchConfig { grid_dim: (tiles, windows, 1), block_dim: (tile, 1, 1), shared_mem_bytes: 0 };
     gpu_launch!(dev, "msm_tile_sums", tiled, &counts.ptr(), &tile_sums.ptr(), &buckets)?;
-    // The tiles' offsets also start their cursors for the coarse pass of the scatter.
-    let tile_cursor = dev.alloc((windows * tiles) as usize * 4, "MSM tile cursors")?;
     let scan_cfg = cudarc::driver::LaunchConfig { grid_dim: (windows, 1, 1), block_dim: (1024, 1, 1), shared_mem_bytes: 0 };
-    gpu_launch!(dev, "msm_scan", scan_cfg, &tile_sums.ptr(), &tile_offsets.ptr(), &tile_cursor.ptr(), &tiles)?;
+    gpu_launch!(dev, "msm_scan", scan_cfg, &tile_sums.ptr(), &tile_offsets.ptr(), &0u64, &tiles)?;
     gpu_launch!(dev, "msm_tile_scan", tiled, &counts.ptr(), &tile_offsets.ptr(), &offsets.ptr(), &cursor.ptr(), &buckets)?;
+    // The scatter's two passes (cuda-src/msm.cu, step 3), a launch's windows at a time.
+    let bin_bits = plan.sort_bin_bits();
+    let bin_fill = dev.alloc_zeroed(windows as usize * 32 * 4, "MSM sort bin counters")?;
     let records = dev.alloc((plan.sort_group() as u64 * n * 8) as usize, "MSM sort records")?;
     for (w0, w1) in plan.sort_launches() {
-        gpu_launch!(dev, "msm_scatter_coarse", grid(n, 256), &scalars, &tile_cursor.ptr(), &records.ptr(), &n, &c, &w0, &w1, &tile, &tiles)?;
+        gpu_launch!(dev, "msm_scatter_coarse", grid(n, 256), &scalars, &offsets.ptr(), &bin_fill.ptr(), &records.ptr(), &n, &c, &w0, &w1, &bin_bits)?;
         gpu_launch!(dev, "msm_scatter_fine", grid((w1 - w0) as u64 * n, 256), &records.ptr(), &offsets.ptr(), &counts.ptr(), &cursor.ptr(),
                     &sorted.ptr(), &n, &w0, &w1, &buckets)?;
     }
     prof.mark("scan+scatter")?;
-    drop((cursor, tile_sums, tile_offsets, tile_cursor, records));
+    drop((cursor, tile_sums, tile_offsets, bin_fill, records));
     let (acc_kernel, acc_block) = accumulate_kernel(dev, curve);
     gpu_launch!(dev, acc_kernel, grid(threads, acc_block), &bases, &sorted.ptr(), &offsets.ptr(), &counts.ptr(),
                 &bucket_sums.ptr(), &partials.ptr(), &n, &windows, &buckets, &per_thread)?;

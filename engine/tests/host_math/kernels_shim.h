@@ -16,7 +16,8 @@ struct uint4 { u32 x, y, z, w; };
 #define __shared__ static
 #define __restrict__ __restrict
 
-inline u32 atomicAdd(u32* p, u32 v) { u32 old = *p; *p = old + v; return old; }
+// Atomic for real: `launch_blocks` runs a block's threads concurrently.
+inline u32 atomicAdd(u32* p, u32 v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 inline u32 min(u32 a, u32 b) { return a < b ? a : b; }
 inline u64 min(u64 a, u64 b) { return a < b ? a : b; }
 inline int __ffsll(long long x) { return __builtin_ffsll(x); }

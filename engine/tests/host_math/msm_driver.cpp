@@ -1,6 +1,6 @@
 // Appended after shim.h, kernels_shim.h, the field and curve headers, cuda-src/msm.cu and
 // cuda-src/batch_add.cu. Reads requests from stdin until EOF, each `u32 kind, u32 c, u64 n,
-// u32 per, u32 nseg, u32 tile`:
+// u32 per, u32 nseg, u32 bin_bits` (msm.rs `sort_bin_bits`):
 // - kind 1 (G1) / 2 (G2), an MSM: n affine bases and n scalars (Montgomery form) follow; runs the
 //   MSM's kernels one thread at a time (the bucket-offset scans computed here, the segment sums
 //   reduced in pair rounds as msm.rs does) and writes each window's sum as XYZZ, window 0 first;
@@ -50,7 +50,7 @@ bool batch(u64 n, u32 wpt) {
 }
 
 template <class F>
-bool msm(u32 c, u64 n, u32 per, u32 nseg, u32 tile, bool lockstep) {
+bool msm(u32 c, u64 n, u32 per, u32 nseg, u32 bin_bits, bool lockstep) {
     typedef Xyzz<F> X;
     typedef Affine<F> A;
     const bool g1 = X::WORDS == 48;
@@ -62,25 +62,22 @@ bool msm(u32 c, u64 n, u32 per, u32 nseg, u32 tile, bool lockstep) {
     std::vector<u32> counts((u64)W * B, 0), offsets((u64)W * B), cursor((u64)W * B), sorted((u64)W * n + 1);
     // In groups of two windows (msm.rs groups them by L2 size), which covers the grouping.
     for (u32 w0 = 0; w0 < W; w0 += 2) launch(n, [&] { msm_histogram(scalars.data(), counts.data(), n, c, w0, w0 + 2 < W ? w0 + 2 : W); });
-    // The bucket offsets, and the offsets of the tiles of `tile` buckets, which start the coarse
-    // pass's cursors (msm.rs: msm_tile_sums, msm_scan, msm_tile_scan).
-    const u32 tiles = (B + tile - 1) / tile;
-    std::vector<u32> tile_cursor((u64)W * tiles);
+    // The bucket offsets (msm.rs: msm_tile_sums, msm_scan, msm_tile_scan).
     for (u64 w = 0; w < W; w++) {
         u32 run = 0;
         for (u64 b = 0; b < B; b++) {
-            if (b % tile == 0) tile_cursor[w * tiles + b / tile] = run;
             offsets[w * B + b] = cursor[w * B + b] = run;
             run += counts[w * B + b];
         }
     }
+    // The scatter's two passes; the coarse one in blocks of 8 threads (its barriers are real).
+    std::vector<u32> bin_fill((u64)W * 32, 0);
     std::vector<u64> records(2 * n);
     for (u32 w0 = 0; w0 < W; w0 += 2) {
         const u32 w1 = w0 + 2 < W ? w0 + 2 : W;
-        launch(n, [&] { msm_scatter_coarse(scalars.data(), tile_cursor.data(), records.data(), n, c, w0, w1, tile, tiles); });
+        launch_blocks((n + 7) / 8, 8, [&] { msm_scatter_coarse(scalars.data(), offsets.data(), bin_fill.data(), records.data(), n, c, w0, w1, bin_bits); });
         launch((u64)(w1 - w0) * n, [&] { msm_scatter_fine(records.data(), offsets.data(), counts.data(), cursor.data(), sorted.data(), n, w0, w1, B); });
     }
-
     const u64 tpw = (n + per - 1) / per;
     std::vector<u32> buckets((u64)W * B * X::WORDS, 0), partials(W * tpw * X::WORDS, 0), segs((u64)W * nseg * X::WORDS);
     if (lockstep) {
