@@ -5,9 +5,12 @@
 //    the scatter run once per group of windows whose counters fit in L2.)
 // 2. msm_tile_sums, msm_scan (over the tile sums), msm_tile_scan: per window, exclusive prefix
 //    sums of the bucket counts (bucket offsets), in coalesced tiles of up to 1024 buckets.
-// 3. msm_scatter_coarse, msm_scatter_fine: the digits again, and a counting sort of point
-//    indices by (window, bucket) in two passes; the sign travels in bit 31 of the index. The
-//    coarse pass puts each digit, with its bucket, at the next place of its window's bin of
+// 3. msm_scatter: the digits again, and a counting sort of point indices by (window, bucket);
+//    the sign travels in bit 31 of the index. That writes each index to the next place of its
+//    bucket's run, so each run's tail is a partly written 32-byte sector: where a launch's
+//    windows have more buckets than L2 holds such tails (wide windows, `MsmPlan::two_pass_sort`),
+//    it wrote a sector of memory for each 4-byte index, and the sort runs in two passes
+//    instead, msm_scatter_coarse and msm_scatter_fine. The coarse pass puts each digit, with its bucket, at the next place of its window's bin of
 //    buckets (32 bins a window: a few hundred write streams, whose partial sectors L2 gathers
 //    before they go to memory); the fine pass takes those records in order and puts each index at its bucket's
 //    next place, so the writes at any time fall within one or two bins' places, which L2 holds.
@@ -166,7 +169,21 @@ extern "C" __global__ void msm_tile_scan(const u32* counts, const u32* tile_offs
     }
 }
 
-// Windows [w0, w1): digit d of point i goes, as the record (bucket << 32) | i | sign, to
+// One pass (small windows): windows [w0, w1), digit d of point i to its bucket's next place.
+extern "C" __global__ void msm_scatter(const u32* scalars, u32* cursor, u32* sorted, u64 n, u32 c, u32 w0, u32 w1) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    Digits dg(scalars + 8 * i, c);
+    const u32 B = 1u << (c - 1);
+    for (u32 w = 0; w < w1; w++) {
+        u32 d = dg.next(w);
+        if (w < w0 || d == NO_DIGIT) continue;
+        u32 pos = atomicAdd(&cursor[(u64)w * B + (d & 0x7fffffffu)], 1u);
+        sorted[(u64)w * n + pos] = (u32)i | (d & 0x80000000u);
+    }
+}
+
+// Two passes (wide windows), the coarse one: windows [w0, w1), digit d of point i goes, as the record (bucket << 32) | i | sign, to
 // records[(w - w0) n + p], p the next place of its bin of 2^bin_bits buckets (at most 32 bins a
 // window; a bin's places start at its first bucket's offset). A block counts its digits per bin
 // in shared memory and takes each bin's places with one atomic, so the bins' counters (a few

@@ -262,11 +262,13 @@ fn combine<G: Group>(windows: Vec<G>, c: u32) -> G {
     windows.into_iter().rev().fold(G::identity(), |acc, w| (0..c).fold(acc, |a, _| a.double()) + w)
 }
 
-/// The MSM's kernels on the host under the plan (c, points per thread), against blstrs.
-fn host_msm(exe: &Path, curve: u32, c: u32, per: u32, bases: &[u8], scalars: &[Scalar]) -> Vec<u8> {
+/// The MSM's kernels on the host under the plan (c, points per thread), the sort in one pass or
+/// in two (at these sizes the device would take one), against blstrs.
+fn host_msm(exe: &Path, curve: u32, c: u32, per: u32, two_pass: bool, bases: &[u8], scalars: &[Scalar]) -> Vec<u8> {
     let n = scalars.len();
     let plan = MsmPlan::with_window(n as u64, if curve == 2 { Kind::G2 } else { Kind::G1 }, c).with_share(per);
-    let req = [le_words(&[curve, c]), (n as u64).to_le_bytes().to_vec(), le_words(&[per, plan.segments, plan.sort_bin_bits()]), bases.to_vec(), as_bytes(scalars).to_vec()]
+    let words = [per, plan.segments, plan.sort_bin_bits(), u32::from(two_pass)];
+    let req = [le_words(&[curve, c]), (n as u64).to_le_bytes().to_vec(), le_words(&words), bases.to_vec(), as_bytes(scalars).to_vec()]
         .concat();
     let out = exchange(exe, &req, &format!("host MSM failed (curve {curve}, c = {c}, {per} per thread)"));
     assert_eq!(out.len(), plan.windows as usize * if curve == 2 { 384 } else { 192 });
@@ -295,10 +297,10 @@ fn msm_kernels_match_blstrs_on_the_host() {
         for (c, per) in [(4, 1), (5, 7), (9, 3), (13, 16), (16, 600), (16, 2)] {
             // Kind 1: the 128-thread accumulation; kind 5: the lockstep one (whole blocks of
             // CUZK_G1_LOCKSTEP_THREADS).
-            for kind in [1, 5] {
-                let raw = host_msm(&exe, kind, c, per, as_bytes(&bases), sc);
+            for (kind, two_pass) in [(1, false), (5, false), (1, true)] {
+                let raw = host_msm(&exe, kind, c, per, two_pass, as_bytes(&bases), sc);
                 let got = combine(raw.chunks_exact(192).map(g1_from_xyzz).collect(), c);
-                assert_eq!(got, want, "G1 MSM on the host (kind {kind}), c = {c}, {per} points per thread");
+                assert_eq!(got, want, "G1 MSM on the host (kind {kind}, two-pass sort {two_pass}), c = {c}, {per} points per thread");
             }
         }
     }
@@ -308,15 +310,17 @@ fn msm_kernels_match_blstrs_on_the_host() {
     let s: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
     let want: G2Projective = pts.iter().zip(s.iter()).map(|(p, k)| p * k).sum();
     for (c, per) in [(4, 5), (11, 1)] {
-        let raw = host_msm(&exe, 2, c, per, as_bytes(&bases), &s);
-        let got = combine(raw.chunks_exact(384).map(g2_from_xyzz).collect(), c);
-        assert_eq!(got, want, "G2 MSM on the host, c = {c}, {per} points per thread");
+        for two_pass in [false, true] {
+            let raw = host_msm(&exe, 2, c, per, two_pass, as_bytes(&bases), &s);
+            let got = combine(raw.chunks_exact(384).map(g2_from_xyzz).collect(), c);
+            assert_eq!(got, want, "G2 MSM on the host (two-pass sort {two_pass}), c = {c}, {per} points per thread");
+        }
     }
 }
 
 /// Batch addition and the fold on the host: the sum of the bases whose bit is set.
 fn host_batch_add(exe: &Path, curve: u32, wpt: u32, bases: &[u8], bits: &[u64], n: usize) -> Vec<u8> {
-    let req = [le_words(&[curve + 2, 0]), (n as u64).to_le_bytes().to_vec(), le_words(&[wpt, 0, 0]), bases.to_vec(), as_bytes(bits).to_vec()].concat();
+    let req = [le_words(&[curve + 2, 0]), (n as u64).to_le_bytes().to_vec(), le_words(&[wpt, 0, 0, 0]), bases.to_vec(), as_bytes(bits).to_vec()].concat();
     exchange(exe, &req, "host batch addition failed")
 }
 

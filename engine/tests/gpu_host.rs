@@ -67,6 +67,13 @@ fn msm_plans_cover_every_scalar_bit() {
                 assert!((1..=p.windows).contains(&g));
                 assert!(g == 1 || 4 * g as u64 * p.buckets as u64 <= 8 << 20, "{g} windows of {} buckets", p.buckets);
                 assert!(g == p.windows || 4 * (g as u64 + 1) * p.buckets as u64 > 8 << 20, "groups could be larger");
+                // The two-pass sort exactly where a launch's run tails (32 bytes a bucket) pass
+                // 24 MiB, with at most 32 coarse bins a window, and room for its records.
+                assert_eq!(p.two_pass_sort(), 32 * g as u64 * p.buckets as u64 > 24 << 20, "c = {}", p.c);
+                assert!(p.buckets >> p.sort_bin_bits() <= 32 && p.buckets >> p.sort_bin_bits() >= 1);
+                if p.two_pass_sort() {
+                    assert!(p.scratch_bytes() >= buckets + 4 * n * p.windows as u64 + 8 * g as u64 * n);
+                }
                 // The launches cover every window once, in order, g at a time.
                 let launches: Vec<(u32, u32)> = p.sort_launches().collect();
                 assert_eq!(launches.first().map(|l| l.0), Some(0));

@@ -49,7 +49,7 @@ const KERNELS: &[(Module, &[&str])] = &[
                       "mul_chains_fr52_x1", "mul_chains_fr52_x4", "mul_chains_frmix_x4"]),
     (Module::Ntt, &["ntt_pass", "ntt_pass_v2", "ntt_twiddles"]),
     (Module::H, &["scale_permute", "h_quotient", "bitrev_copy"]),
-    (Module::Msm, &["msm_histogram", "msm_tile_sums", "msm_scan", "msm_tile_scan", "msm_scatter_coarse", "msm_scatter_fine", "msm_accumulate_g1",
+    (Module::Msm, &["msm_histogram", "msm_tile_sums", "msm_scan", "msm_tile_scan", "msm_scatter", "msm_scatter_coarse", "msm_scatter_fine", "msm_accumulate_g1",
                     "msm_accumulate_g1_lockstep", "msm_accumulate_g2", "msm_fold_heads_g1", "msm_fold_heads_g2", "msm_fixup_g1", "msm_fixup_g2", "msm_bucket_reduce_g1", "msm_bucket_reduce_g2",
                     "msm_reduce_pairs_g1", "msm_reduce_pairs_g2"]),
     (Module::BatchAdd, &["batch_add_g1", "batch_add_g2", "reduce_sum_g1", "reduce_sum_g2"]),

@@ -72,6 +72,10 @@ fn fold_heads() -> bool {
 /// an H200's L2 cache (four 2^19-bucket windows; every window at once up to 2^16 buckets).
 const SORT_GROUP_BYTES: u64 = 8 << 20;
 
+/// The most sectors of bucket-run tails (32 bytes a bucket of a sort launch) that the one-pass
+/// scatter may keep in L2 (`MsmPlan::two_pass_sort`): 24 MiB, half an H200's L2.
+const SORT_TAIL_BYTES: u64 = 24 << 20;
+
 /// The top window must keep at least this many bits: a narrow top window puts every point into a
 /// handful of buckets (2^22 points in 8 buckets at c = 18), which serialises their sums.
 const MIN_TOP_BITS: u32 = 8;
@@ -179,6 +183,14 @@ impl MsmPlan {
         (0..windows).step_by(group as usize).map(move |w0| (w0, (w0 + group).min(windows)))
     }
 
+    /// Whether the sort runs in two passes (cuda-src/msm.cu, step 3): when the tails of a
+    /// launch's bucket runs, a 32-byte sector each, take more than `SORT_TAIL_BYTES`. On an H200:
+    /// G1 2^26 (c = 20) 464.6 → 447.0 ms and G2 2^24 336.2 → 331.3 ms with two passes, but G1
+    /// 2^24 (c = 16, whose tails fit) 135.8 → 147.7 ms.
+    pub fn two_pass_sort(&self) -> bool {
+        self.sort_group() as u64 * self.buckets as u64 * 32 > SORT_TAIL_BYTES
+    }
+
     /// Buckets per bin of the sort's coarse pass, as a power of two: 32 bins a window (fewer
     /// when a window has fewer than 32 buckets).
     pub fn sort_bin_bits(&self) -> u32 {
@@ -214,8 +226,8 @@ impl MsmPlan {
         let threads = (w * self.threads_per_window()).max(most);
         // Segment sums and weights (2 × segs) live beside the bucket sums; each pair round's
         // output is half its input (at most segs more in all while the previous round's lives).
-        // The sort's records (8 bytes a digit of one launch's windows) and bin counters.
-        let sort = 8 * self.sort_group() as u64 * self.n + 4 * 32 * w;
+        // A two-pass sort's records (8 bytes a digit of one launch's windows) and bin counters.
+        let sort = if self.two_pass_sort() { 8 * self.sort_group() as u64 * self.n + 4 * 32 * w } else { 0 };
         4 * w * self.n + 3 * 4 * slots + 2 * 4 * w * self.tiles() as u64 + sort + xyzz * (slots + threads + 3 * segs)
     }
 
@@ -297,17 +309,25 @@ pub fn msm_windows_queued(dev: &GpuDevice, bases: u64, scalars: u64, plan: &MsmP
     let scan_cfg = cudarc::driver::LaunchConfig { grid_dim: (windows, 1, 1), block_dim: (1024, 1, 1), shared_mem_bytes: 0 };
     gpu_launch!(dev, "msm_scan", scan_cfg, &tile_sums.ptr(), &tile_offsets.ptr(), &0u64, &tiles)?;
     gpu_launch!(dev, "msm_tile_scan", tiled, &counts.ptr(), &tile_offsets.ptr(), &offsets.ptr(), &cursor.ptr(), &buckets)?;
-    // The scatter's two passes (cuda-src/msm.cu, step 3), a launch's windows at a time.
-    let bin_bits = plan.sort_bin_bits();
-    let bin_fill = dev.alloc_zeroed(windows as usize * 32 * 4, "MSM sort bin counters")?;
-    let records = dev.alloc((plan.sort_group() as u64 * n * 8) as usize, "MSM sort records")?;
-    for (w0, w1) in plan.sort_launches() {
-        gpu_launch!(dev, "msm_scatter_coarse", grid(n, 256), &scalars, &offsets.ptr(), &bin_fill.ptr(), &records.ptr(), &n, &c, &w0, &w1, &bin_bits)?;
-        gpu_launch!(dev, "msm_scatter_fine", grid((w1 - w0) as u64 * n, 256), &records.ptr(), &offsets.ptr(), &counts.ptr(), &cursor.ptr(),
-                    &sorted.ptr(), &n, &w0, &w1, &buckets)?;
+    // The scatter (cuda-src/msm.cu, step 3), a launch's windows at a time: in one pass, or in
+    // two for wide windows.
+    if plan.two_pass_sort() {
+        let bin_bits = plan.sort_bin_bits();
+        let bin_fill = dev.alloc_zeroed(windows as usize * 32 * 4, "MSM sort bin counters")?;
+        let records = dev.alloc((plan.sort_group() as u64 * n * 8) as usize, "MSM sort records")?;
+        for (w0, w1) in plan.sort_launches() {
+            gpu_launch!(dev, "msm_scatter_coarse", grid(n, 256), &scalars, &offsets.ptr(), &bin_fill.ptr(), &records.ptr(), &n, &c, &w0, &w1,
+                        &bin_bits)?;
+            gpu_launch!(dev, "msm_scatter_fine", grid((w1 - w0) as u64 * n, 256), &records.ptr(), &offsets.ptr(), &counts.ptr(),
+                        &cursor.ptr(), &sorted.ptr(), &n, &w0, &w1, &buckets)?;
+        }
+    } else {
+        for (w0, w1) in plan.sort_launches() {
+            gpu_launch!(dev, "msm_scatter", grid(n, 256), &scalars, &cursor.ptr(), &sorted.ptr(), &n, &c, &w0, &w1)?;
+        }
     }
     prof.mark("scan+scatter")?;
-    drop((cursor, tile_sums, tile_offsets, bin_fill, records));
+    drop((cursor, tile_sums, tile_offsets));
     let (acc_kernel, acc_block) = accumulate_kernel(dev, curve);
     gpu_launch!(dev, acc_kernel, grid(threads, acc_block), &bases, &sorted.ptr(), &offsets.ptr(), &counts.ptr(),
                 &bucket_sums.ptr(), &partials.ptr(), &n, &windows, &buckets, &per_thread)?;

@@ -1,6 +1,6 @@
 // Appended after shim.h, kernels_shim.h, the field and curve headers, cuda-src/msm.cu and
 // cuda-src/batch_add.cu. Reads requests from stdin until EOF, each `u32 kind, u32 c, u64 n,
-// u32 per, u32 nseg, u32 bin_bits` (msm.rs `sort_bin_bits`):
+// u32 per, u32 nseg, u32 bin_bits, u32 two_pass` (msm.rs `sort_bin_bits`, `two_pass_sort`):
 // - kind 1 (G1) / 2 (G2), an MSM: n affine bases and n scalars (Montgomery form) follow; runs the
 //   MSM's kernels one thread at a time (the bucket-offset scans computed here, the segment sums
 //   reduced in pair rounds as msm.rs does) and writes each window's sum as XYZZ, window 0 first;
@@ -50,7 +50,7 @@ bool batch(u64 n, u32 wpt) {
 }
 
 template <class F>
-bool msm(u32 c, u64 n, u32 per, u32 nseg, u32 bin_bits, bool lockstep) {
+bool msm(u32 c, u64 n, u32 per, u32 nseg, u32 bin_bits, bool two_pass, bool lockstep) {
     typedef Xyzz<F> X;
     typedef Affine<F> A;
     const bool g1 = X::WORDS == 48;
@@ -70,11 +70,16 @@ bool msm(u32 c, u64 n, u32 per, u32 nseg, u32 bin_bits, bool lockstep) {
             run += counts[w * B + b];
         }
     }
-    // The scatter's two passes; the coarse one in blocks of 8 threads (its barriers are real).
+    // The scatter: in one pass, or in two (`two_pass`; the coarse one in blocks of 8 threads, its
+    // barriers real).
     std::vector<u32> bin_fill((u64)W * 32, 0);
     std::vector<u64> records(2 * n);
     for (u32 w0 = 0; w0 < W; w0 += 2) {
         const u32 w1 = w0 + 2 < W ? w0 + 2 : W;
+        if (!two_pass) {
+            launch(n, [&] { msm_scatter(scalars.data(), cursor.data(), sorted.data(), n, c, w0, w1); });
+            continue;
+        }
         launch_blocks((n + 7) / 8, 8, [&] { msm_scatter_coarse(scalars.data(), offsets.data(), bin_fill.data(), records.data(), n, c, w0, w1, bin_bits); });
         launch((u64)(w1 - w0) * n, [&] { msm_scatter_fine(records.data(), offsets.data(), counts.data(), cursor.data(), sorted.data(), n, w0, w1, B); });
     }
@@ -130,14 +135,14 @@ bool msm(u32 c, u64 n, u32 per, u32 nseg, u32 bin_bits, bool lockstep) {
 }
 
 int main() {
-    u32 head[2], tail[3];
+    u32 head[2], tail[4];
     u64 n;
-    while (fread(head, 4, 2, stdin) == 2 && fread(&n, 8, 1, stdin) == 1 && fread(tail, 4, 3, stdin) == 3) {
+    while (fread(head, 4, 2, stdin) == 2 && fread(&n, 8, 1, stdin) == 1 && fread(tail, 4, 4, stdin) == 4) {
         bool ok = false;
         switch (head[0]) {
-            case 1: ok = msm<Fp>(head[1], n, tail[0], tail[1], tail[2], false); break;
-            case 2: ok = msm<Fp2>(head[1], n, tail[0], tail[1], tail[2], false); break;
-            case 5: ok = msm<Fp>(head[1], n, tail[0], tail[1], tail[2], true); break;
+            case 1: ok = msm<Fp>(head[1], n, tail[0], tail[1], tail[2], tail[3] != 0, false); break;
+            case 2: ok = msm<Fp2>(head[1], n, tail[0], tail[1], tail[2], tail[3] != 0, false); break;
+            case 5: ok = msm<Fp>(head[1], n, tail[0], tail[1], tail[2], tail[3] != 0, true); break;
             case 3: ok = batch<Fp>(n, tail[0]); break;
             case 4: ok = batch<Fp2>(n, tail[0]); break;
         }
