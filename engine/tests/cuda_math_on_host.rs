@@ -19,7 +19,7 @@ use std::sync::{Mutex, OnceLock};
 
 use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_engine::gpu::as_bytes;
-use cuzk_engine::gpu::msm::MsmPlan;
+use cuzk_engine::gpu::msm::{MsmPlan, MsmStep};
 use cuzk_engine::gpu::points::Curve as Kind;
 use cuzk_engine::gpu::points::{g1_from_xyzz, g2_from_xyzz};
 use ff::{Field, PrimeField};
@@ -262,14 +262,36 @@ fn combine<G: Group>(windows: Vec<G>, c: u32) -> G {
     windows.into_iter().rev().fold(G::identity(), |acc, w| (0..c).fold(acc, |a, _| a.double()) + w)
 }
 
-/// The MSM's kernels on the host under the plan (c, points per thread), the sort in one pass or
-/// in two (at these sizes the device would take one), against blstrs.
+/// The words of MSM steps for the host program (`msm_driver.cpp`): tag, a, b each.
+fn msm_step_words(steps: &[MsmStep]) -> Vec<u32> {
+    steps
+        .iter()
+        .flat_map(|s| match *s {
+            MsmStep::Histogram { w0, w1 } => [0, w0, w1],
+            MsmStep::Offsets => [1, 0, 0],
+            MsmStep::Scatter { w0, w1 } => [2, w0, w1],
+            MsmStep::ScatterTwoPass { w0, w1, .. } => [3, w0, w1],
+            MsmStep::Accumulate => [4, 0, 0],
+            MsmStep::FoldHeads { round } => [5, round, 0],
+            MsmStep::Fixup { folded } => [6, u32::from(folded), 0],
+            MsmStep::BucketReduce => [7, 0, 0],
+            MsmStep::PairRound { m } => [8, m, 0],
+        })
+        .collect()
+}
+
+/// The MSM's kernels on the host under the plan (c, points per thread) and the device's own step
+/// list (`MsmPlan::steps_with`), the sort in one pass or in two, against blstrs. The windows go
+/// two a launch (the device groups them by L2 size; this covers the grouping); kind 5 (lockstep)
+/// takes the serial fix-up and the others the tree fold first, so both stay covered.
 fn host_msm(exe: &Path, curve: u32, c: u32, per: u32, two_pass: bool, bases: &[u8], scalars: &[Scalar]) -> Vec<u8> {
     let n = scalars.len();
     let plan = MsmPlan::with_window(n as u64, if curve == 2 { Kind::G2 } else { Kind::G1 }, c).with_share(per);
-    let words = [per, plan.segments, plan.sort_bin_bits(), u32::from(two_pass)];
-    let req = [le_words(&[curve, c]), (n as u64).to_le_bytes().to_vec(), le_words(&words), bases.to_vec(), as_bytes(scalars).to_vec()]
-        .concat();
+    let steps = plan.steps_with(2, two_pass, curve != 5);
+    let head = [per, plan.segments, plan.sort_bin_bits(), plan.windows, steps.len() as u32];
+    let req = [le_words(&[curve, c]), (n as u64).to_le_bytes().to_vec(), le_words(&head), le_words(&msm_step_words(&steps)), bases.to_vec(),
+               as_bytes(scalars).to_vec()]
+    .concat();
     let out = exchange(exe, &req, &format!("host MSM failed (curve {curve}, c = {c}, {per} per thread)"));
     assert_eq!(out.len(), plan.windows as usize * if curve == 2 { 384 } else { 192 });
     out
@@ -320,7 +342,7 @@ fn msm_kernels_match_blstrs_on_the_host() {
 
 /// Batch addition and the fold on the host: the sum of the bases whose bit is set.
 fn host_batch_add(exe: &Path, curve: u32, wpt: u32, bases: &[u8], bits: &[u64], n: usize) -> Vec<u8> {
-    let req = [le_words(&[curve + 2, 0]), (n as u64).to_le_bytes().to_vec(), le_words(&[wpt, 0, 0, 0]), bases.to_vec(), as_bytes(bits).to_vec()].concat();
+    let req = [le_words(&[curve + 2, 0]), (n as u64).to_le_bytes().to_vec(), le_words(&[wpt]), bases.to_vec(), as_bytes(bits).to_vec()].concat();
     exchange(exe, &req, "host batch addition failed")
 }
 

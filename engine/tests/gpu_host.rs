@@ -75,7 +75,7 @@ fn msm_plans_cover_every_scalar_bit() {
                     assert!(p.scratch_bytes() >= buckets + 4 * n * p.windows as u64 + 8 * g as u64 * n);
                 }
                 // The launches cover every window once, in order, g at a time.
-                let launches: Vec<(u32, u32)> = p.sort_launches().collect();
+                let launches: Vec<(u32, u32)> = p.sort_launches();
                 assert_eq!(launches.first().map(|l| l.0), Some(0));
                 assert_eq!(launches.last().map(|l| l.1), Some(p.windows));
                 assert!(launches.windows(2).all(|l| l[0].1 == l[1].0));

@@ -178,9 +178,12 @@ impl MsmPlan {
 
     /// The window ranges [w0, w1) of the histogram and scatter launches, `sort_group` windows
     /// each (the last may have fewer).
-    pub fn sort_launches(&self) -> impl Iterator<Item = (u32, u32)> {
-        let (group, windows) = (self.sort_group(), self.windows);
-        (0..windows).step_by(group as usize).map(move |w0| (w0, (w0 + group).min(windows)))
+    pub fn sort_launches(&self) -> Vec<(u32, u32)> {
+        self.sort_ranges(self.sort_group())
+    }
+    fn sort_ranges(&self, group: u32) -> Vec<(u32, u32)> {
+        let (group, windows) = (group.clamp(1, self.windows.max(1)), self.windows);
+        (0..windows).step_by(group as usize).map(|w0| (w0, (w0 + group).min(windows))).collect()
     }
 
     /// Whether the sort runs in two passes (cuda-src/msm.cu, step 3): when the tails of a
@@ -300,76 +303,150 @@ pub fn msm_windows_queued(dev: &GpuDevice, bases: u64, scalars: u64, plan: &MsmP
     let seg_q = if segments > 1 { Some(dev.alloc((windows * segments) as usize * curve.xyzz_bytes(), "MSM segment weights")?) } else { None };
 
     let prof = Profiler::new(dev);
-    for (w0, w1) in plan.sort_launches() {
-        gpu_launch!(dev, "msm_histogram", grid(n, 256), &scalars, &counts.ptr(), &n, &c, &w0, &w1)?;
-    }
-    prof.mark("histogram")?;
-    let tiled = cudarc::driver::LaunchConfig { grid_dim: (tiles, windows, 1), block_dim: (tile, 1, 1), shared_mem_bytes: 0 };
-    gpu_launch!(dev, "msm_tile_sums", tiled, &counts.ptr(), &tile_sums.ptr(), &buckets)?;
-    let scan_cfg = cudarc::driver::LaunchConfig { grid_dim: (windows, 1, 1), block_dim: (1024, 1, 1), shared_mem_bytes: 0 };
-    gpu_launch!(dev, "msm_scan", scan_cfg, &tile_sums.ptr(), &tile_offsets.ptr(), &0u64, &tiles)?;
-    gpu_launch!(dev, "msm_tile_scan", tiled, &counts.ptr(), &tile_offsets.ptr(), &offsets.ptr(), &cursor.ptr(), &buckets)?;
-    // The scatter (cuda-src/msm.cu, step 3), a launch's windows at a time: in one pass, or in
-    // two for wide windows.
-    if plan.two_pass_sort() {
-        let bin_bits = plan.sort_bin_bits();
-        let bin_fill = dev.alloc_zeroed(windows as usize * 32 * 4, "MSM sort bin counters")?;
-        let records = dev.alloc((plan.sort_group() as u64 * n * 8) as usize, "MSM sort records")?;
-        for (w0, w1) in plan.sort_launches() {
-            gpu_launch!(dev, "msm_scatter_coarse", grid(n, 256), &scalars, &offsets.ptr(), &bin_fill.ptr(), &records.ptr(), &n, &c, &w0, &w1,
-                        &bin_bits)?;
-            gpu_launch!(dev, "msm_scatter_fine", grid((w1 - w0) as u64 * n, 256), &records.ptr(), &offsets.ptr(), &counts.ptr(),
-                        &cursor.ptr(), &sorted.ptr(), &n, &w0, &w1, &buckets)?;
+    let steps = plan.steps();
+    let (mut seg_a, mut seg_q) = (seg_a, seg_q);
+    let mut sort: Option<(DevBuf, DevBuf)> = None; // a two-pass sort's bin counters and records
+    for (k, step) in steps.iter().enumerate() {
+        match *step {
+            MsmStep::Histogram { w0, w1 } => {
+                gpu_launch!(dev, "msm_histogram", grid(n, 256), &scalars, &counts.ptr(), &n, &c, &w0, &w1)?;
+            }
+            MsmStep::Offsets => {
+                let tiled = cudarc::driver::LaunchConfig { grid_dim: (tiles, windows, 1), block_dim: (tile, 1, 1), shared_mem_bytes: 0 };
+                gpu_launch!(dev, "msm_tile_sums", tiled, &counts.ptr(), &tile_sums.ptr(), &buckets)?;
+                let scan_cfg = cudarc::driver::LaunchConfig { grid_dim: (windows, 1, 1), block_dim: (1024, 1, 1), shared_mem_bytes: 0 };
+                gpu_launch!(dev, "msm_scan", scan_cfg, &tile_sums.ptr(), &tile_offsets.ptr(), &0u64, &tiles)?;
+                gpu_launch!(dev, "msm_tile_scan", tiled, &counts.ptr(), &tile_offsets.ptr(), &offsets.ptr(), &cursor.ptr(), &buckets)?;
+            }
+            MsmStep::Scatter { w0, w1 } => {
+                gpu_launch!(dev, "msm_scatter", grid(n, 256), &scalars, &cursor.ptr(), &sorted.ptr(), &n, &c, &w0, &w1)?;
+            }
+            MsmStep::ScatterTwoPass { w0, w1, group } => {
+                if sort.is_none() {
+                    sort = Some((
+                        dev.alloc_zeroed(windows as usize * 32 * 4, "MSM sort bin counters")?,
+                        dev.alloc((group as u64 * n * 8) as usize, "MSM sort records")?,
+                    ));
+                }
+                let (bin_fill, records) = sort.as_ref().expect("allocated above");
+                let bin_bits = plan.sort_bin_bits();
+                gpu_launch!(dev, "msm_scatter_coarse", grid(n, 256), &scalars, &offsets.ptr(), &bin_fill.ptr(), &records.ptr(), &n, &c, &w0, &w1,
+                            &bin_bits)?;
+                gpu_launch!(dev, "msm_scatter_fine", grid((w1 - w0) as u64 * n, 256), &records.ptr(), &offsets.ptr(), &counts.ptr(),
+                            &cursor.ptr(), &sorted.ptr(), &n, &w0, &w1, &buckets)?;
+            }
+            MsmStep::Accumulate => {
+                sort = None;
+                let (acc_kernel, acc_block) = accumulate_kernel(dev, curve);
+                gpu_launch!(dev, acc_kernel, grid(threads, acc_block), &bases, &sorted.ptr(), &offsets.ptr(), &counts.ptr(),
+                            &bucket_sums.ptr(), &partials.ptr(), &n, &windows, &buckets, &per_thread)?;
+            }
+            MsmStep::FoldHeads { round } => {
+                gpu_launch!(dev, &curve.kernel("msm_fold_heads"), grid(threads, 128), &offsets.ptr(), &counts.ptr(), &partials.ptr(), &n,
+                            &windows, &buckets, &per_thread, &round)?;
+            }
+            MsmStep::Fixup { folded } => {
+                let folded = u32::from(folded);
+                gpu_launch!(dev, &curve.kernel("msm_fixup"), grid(threads, 128), &offsets.ptr(), &counts.ptr(), &bucket_sums.ptr(),
+                            &partials.ptr(), &n, &windows, &buckets, &per_thread, &folded)?;
+            }
+            MsmStep::BucketReduce => {
+                let q_ptr = seg_q.as_ref().map_or(0, |q| q.ptr());
+                gpu_launch!(dev, &curve.kernel("msm_bucket_reduce"), grid(windows as u64 * segments as u64, 128), &bucket_sums.ptr(),
+                            &seg_a.ptr(), &q_ptr, &windows, &buckets, &segments)?;
+            }
+            MsmStep::PairRound { m } => (seg_a, seg_q) = reduce_pair_round(dev, curve, seg_a, seg_q, windows, m)?,
         }
-    } else {
-        for (w0, w1) in plan.sort_launches() {
-            gpu_launch!(dev, "msm_scatter", grid(n, 256), &scalars, &cursor.ptr(), &sorted.ptr(), &n, &c, &w0, &w1)?;
+        if steps.get(k + 1).is_none_or(|next| next.phase() != step.phase()) {
+            prof.mark(step.phase())?;
         }
     }
-    prof.mark("scan+scatter")?;
-    drop((cursor, tile_sums, tile_offsets));
-    let (acc_kernel, acc_block) = accumulate_kernel(dev, curve);
-    gpu_launch!(dev, acc_kernel, grid(threads, acc_block), &bases, &sorted.ptr(), &offsets.ptr(), &counts.ptr(),
-                &bucket_sums.ptr(), &partials.ptr(), &n, &windows, &buckets, &per_thread)?;
-    prof.mark("accumulate")?;
-    let folded = u32::from(fold_heads());
-    if folded == 1 {
-        let name = curve.kernel("msm_fold_heads");
-        for r in 0..plan.head_rounds() {
-            gpu_launch!(dev, &name, grid(threads, 128), &offsets.ptr(), &counts.ptr(), &partials.ptr(), &n, &windows, &buckets,
-                        &per_thread, &r)?;
-        }
-    }
-    gpu_launch!(dev, &curve.kernel("msm_fixup"), grid(threads, 128), &offsets.ptr(), &counts.ptr(), &bucket_sums.ptr(),
-                &partials.ptr(), &n, &windows, &buckets, &per_thread, &folded)?;
-    prof.mark("fixup")?;
-    drop((sorted, partials, offsets, counts));
-    let q_ptr = seg_q.as_ref().map_or(0, |q| q.ptr());
-    gpu_launch!(dev, &curve.kernel("msm_bucket_reduce"), grid(windows as u64 * segments as u64, 128), &bucket_sums.ptr(), &seg_a.ptr(),
-                &q_ptr, &windows, &buckets, &segments)?;
-    prof.mark("bucket reduce")?;
-    drop(bucket_sums);
-    let sums = reduce_pairs(dev, curve, seg_a, seg_q, windows, segments)?;
-    prof.mark("pair rounds")?;
-    Ok(sums)
+    drop((cursor, tile_sums, tile_offsets, sorted, partials, offsets, counts, bucket_sums));
+    Ok(seg_a)
 }
 
-/// The rounds of `msm_reduce_pairs` (cuda-src/msm.cu, step 6): `m` terms (A, Q) per window
-/// become one, A = the window's sum, in ceil(log2 m) rounds.
-fn reduce_pairs(dev: &GpuDevice, curve: Curve, mut a: DevBuf, mut q: Option<DevBuf>, windows: u32, mut m: u32) -> Result<DevBuf> {
-    let name = curve.kernel("msm_reduce_pairs");
-    while m > 1 {
-        let (Some(q_in), mo) = (q.take(), m.div_ceil(2)) else {
-            return Err(backend_err("MSM pair rounds without segment weights"));
-        };
-        let terms = windows as usize * mo as usize;
-        let a_out = dev.alloc(terms * curve.xyzz_bytes(), "MSM pair round sums")?;
-        let q_out = if mo > 1 { Some(dev.alloc(terms * curve.xyzz_bytes(), "MSM pair round weights")?) } else { None };
-        let q_out_ptr = q_out.as_ref().map_or(0, |b| b.ptr());
-        gpu_launch!(dev, &name, grid(terms as u64, 128), &a.ptr(), &q_in.ptr(), &a_out.ptr(), &q_out_ptr, &windows, &m)?;
-        (a, q, m) = (a_out, q_out, mo);
+/// One launch (or a few always queued together) of an MSM, in the order `MsmPlan::steps` lists
+/// them: what `msm_windows_queued` queues, and what the host emulation of the kernels runs
+/// (engine/tests/cuda_math_on_host.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MsmStep {
+    /// `msm_histogram` over the windows [w0, w1).
+    Histogram { w0: u32, w1: u32 },
+    /// The bucket offsets: `msm_tile_sums`, `msm_scan`, `msm_tile_scan`.
+    Offsets,
+    /// `msm_scatter` over [w0, w1).
+    Scatter { w0: u32, w1: u32 },
+    /// `msm_scatter_coarse`, then `msm_scatter_fine`, over [w0, w1) (records for `group` windows).
+    ScatterTwoPass { w0: u32, w1: u32, group: u32 },
+    /// The accumulation kernel (`accumulate_kernel`).
+    Accumulate,
+    /// Round `round` of `msm_fold_heads`.
+    FoldHeads { round: u32 },
+    /// `msm_fixup`, after the head partials were folded in a tree or not.
+    Fixup { folded: bool },
+    /// `msm_bucket_reduce`.
+    BucketReduce,
+    /// A round of `msm_reduce_pairs` over `m` terms a window.
+    PairRound { m: u32 },
+}
+
+impl MsmStep {
+    /// The phase it belongs to (`CUZK_MSM_PROFILE`).
+    pub fn phase(&self) -> &'static str {
+        match self {
+            MsmStep::Histogram { .. } => "histogram",
+            MsmStep::Offsets | MsmStep::Scatter { .. } | MsmStep::ScatterTwoPass { .. } => "scan+scatter",
+            MsmStep::Accumulate => "accumulate",
+            MsmStep::FoldHeads { .. } | MsmStep::Fixup { .. } => "fixup",
+            MsmStep::BucketReduce => "bucket reduce",
+            MsmStep::PairRound { .. } => "pair rounds",
+        }
     }
-    Ok(a)
+}
+
+impl MsmPlan {
+    /// The MSM's launches as the device runs them: the sort in `sort_group` windows a launch, in
+    /// two passes if `two_pass_sort`, the head partials folded unless `CUZK_MSM_HEAD_TREE=0`.
+    pub fn steps(&self) -> Vec<MsmStep> {
+        self.steps_with(self.sort_group(), self.two_pass_sort(), fold_heads())
+    }
+
+    /// The launches with the sort's window group, its passes and the fold given (the host
+    /// emulation takes every combination).
+    pub fn steps_with(&self, group: u32, two_pass: bool, fold: bool) -> Vec<MsmStep> {
+        let group = group.clamp(1, self.windows.max(1));
+        let ranges = self.sort_ranges(group);
+        let mut v: Vec<MsmStep> = ranges.iter().map(|&(w0, w1)| MsmStep::Histogram { w0, w1 }).collect();
+        v.push(MsmStep::Offsets);
+        v.extend(ranges.iter().map(|&(w0, w1)| if two_pass { MsmStep::ScatterTwoPass { w0, w1, group } } else { MsmStep::Scatter { w0, w1 } }));
+        v.push(MsmStep::Accumulate);
+        if fold {
+            v.extend((0..self.head_rounds()).map(|round| MsmStep::FoldHeads { round }));
+        }
+        v.push(MsmStep::Fixup { folded: fold });
+        v.push(MsmStep::BucketReduce);
+        let mut m = self.segments;
+        while m > 1 {
+            v.push(MsmStep::PairRound { m });
+            m = m.div_ceil(2);
+        }
+        v
+    }
+}
+
+/// One round of `msm_reduce_pairs` (cuda-src/msm.cu, step 6): `m` terms (A, Q) per window
+/// become ceil(m / 2); after the last round A is the window's sum (and there is no Q).
+fn reduce_pair_round(dev: &GpuDevice, curve: Curve, a: DevBuf, q: Option<DevBuf>, windows: u32, m: u32) -> Result<(DevBuf, Option<DevBuf>)> {
+    let Some(q_in) = q else {
+        return Err(backend_err("MSM pair rounds without segment weights"));
+    };
+    let mo = m.div_ceil(2);
+    let terms = windows as usize * mo as usize;
+    let a_out = dev.alloc(terms * curve.xyzz_bytes(), "MSM pair round sums")?;
+    let q_out = if mo > 1 { Some(dev.alloc(terms * curve.xyzz_bytes(), "MSM pair round weights")?) } else { None };
+    let q_out_ptr = q_out.as_ref().map_or(0, |b| b.ptr());
+    gpu_launch!(dev, &curve.kernel("msm_reduce_pairs"), grid(terms as u64, 128), &a.ptr(), &q_in.ptr(), &a_out.ptr(), &q_out_ptr, &windows, &m)?;
+    Ok((a_out, q_out))
 }
 
 /// Σ_w 2^(c·w) · W_w, by Horner from the top window.
