@@ -2,7 +2,7 @@
 //! window plan, the NTT root of unity, and the device probe's error path.
 
 use blstrs::{Fp, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use cuzk_engine::gpu::msm::{top_bits, window_bits, MsmPlan, MAX_WINDOW_BITS};
+use cuzk_engine::gpu::msm::{top_bits, window_bits, MsmPlan, MsmStep, MAX_WINDOW_BITS};
 use cuzk_engine::gpu::points::Curve as Kind;
 use cuzk_engine::gpu::ntt::omega;
 use cuzk_engine::gpu::points::{g1_from_xyzz, g2_from_xyzz};
@@ -41,6 +41,55 @@ fn xyzz_converts_to_the_same_g2_point() {
         assert_eq!(g2_from_xyzz(as_bytes(&v)), G2Projective::from(p));
     }
     assert_eq!(g2_from_xyzz(&[0u8; 384]), G2Projective::identity());
+}
+
+/// `MsmPlan::steps_with`, the one launch list of the device and the host emulation: the sort's
+/// histograms and scatters over the same window ranges with the offsets between, then the
+/// accumulation, the fold rounds, the fix-up, the bucket reduction and pair rounds down to one
+/// term a window.
+#[test]
+fn msm_steps_follow_the_pipeline() {
+    for curve in [Kind::G1, Kind::G2] {
+        for log in [0u32, 5, 12, 20, 24, 26, 27] {
+            for c in [4u32, 9, 16, 20, MAX_WINDOW_BITS] {
+                let p = MsmPlan::with_window(1u64 << log, curve, c).with_share(7);
+                for (group, two_pass, fold) in [(p.sort_group(), p.two_pass_sort(), true), (2, true, false), (1, false, true)] {
+                    let steps = p.steps_with(group, two_pass, fold);
+                    let what = format!("{curve:?} 2^{log} c = {c}, group {group}, two-pass {two_pass}, fold {fold}");
+                    let hist: Vec<(u32, u32)> =
+                        steps.iter().filter_map(|s| if let MsmStep::Histogram { w0, w1 } = *s { Some((w0, w1)) } else { None }).collect();
+                    let scat: Vec<(u32, u32)> = steps
+                        .iter()
+                        .filter_map(|s| match *s {
+                            MsmStep::Scatter { w0, w1 } if !two_pass => Some((w0, w1)),
+                            MsmStep::ScatterTwoPass { w0, w1, group: g } if two_pass && g == group.clamp(1, p.windows) => Some((w0, w1)),
+                            _ => None,
+                        })
+                        .collect();
+                    assert_eq!(hist, scat, "{what}: scatters over the histograms' windows");
+                    assert_eq!(hist.first().map(|r| r.0), Some(0), "{what}");
+                    assert_eq!(hist.last().map(|r| r.1), Some(p.windows), "{what}");
+                    assert!(hist.windows(2).all(|r| r[0].1 == r[1].0) && hist.iter().all(|&(a, b)| a < b && b - a <= group.max(1)), "{what}");
+                    let k = hist.len();
+                    assert_eq!(steps[k], MsmStep::Offsets, "{what}: offsets after every histogram");
+                    assert_eq!(steps[2 * k + 1], MsmStep::Accumulate, "{what}: then the scatters and the accumulation");
+                    let folds = if fold { p.head_rounds() as usize } else { 0 };
+                    for (r, s) in steps[2 * k + 2..2 * k + 2 + folds].iter().enumerate() {
+                        assert_eq!(*s, MsmStep::FoldHeads { round: r as u32 }, "{what}");
+                    }
+                    let tail = &steps[2 * k + 2 + folds..];
+                    assert_eq!(tail[0], MsmStep::Fixup { folded: fold }, "{what}");
+                    assert_eq!(tail[1], MsmStep::BucketReduce, "{what}");
+                    let mut m = p.segments;
+                    for s in &tail[2..] {
+                        assert_eq!(*s, MsmStep::PairRound { m }, "{what}");
+                        m = m.div_ceil(2);
+                    }
+                    assert_eq!(m, 1, "{what}: pair rounds down to one term a window");
+                }
+            }
+        }
+    }
 }
 
 #[test]
