@@ -7,15 +7,14 @@
 //    sums of the bucket counts (bucket offsets), in coalesced tiles of up to 1024 buckets.
 // 3. msm_scatter: the digits again, and a counting sort of point indices by (window, bucket);
 //    the sign travels in bit 31 of the index. That writes each index to the next place of its
-//    bucket's run, so each run's tail is a partly written 32-byte sector: where a launch's
+//    bucket's run, so each run's tail is a partly written 32-byte sector. Where a launch's
 //    windows have more buckets than L2 holds such tails (wide windows, `MsmPlan::two_pass_sort`),
-//    it wrote a sector of memory for each 4-byte index, and the sort runs in two passes
-//    instead, msm_scatter_coarse and msm_scatter_fine. The coarse pass puts each digit, with its bucket, at the next place of its window's bin of
-//    buckets (32 bins a window: a few hundred write streams, whose partial sectors L2 gathers
-//    before they go to memory); the fine pass takes those records in order and puts each index at its bucket's
-//    next place, so the writes at any time fall within one or two bins' places, which L2 holds.
-//    (One pass writing every index to its bucket directly wrote a 32-byte sector of memory for
-//    each 4-byte index.)
+//    that wrote a sector of memory for each 4-byte index, so the sort runs in two passes
+//    instead: msm_scatter_coarse puts each digit, with its bucket, at the next place of its
+//    window's bin of buckets (MSM_SORT_BINS a window: a few hundred write streams, whose partial
+//    sectors L2 gathers before they go to memory); msm_scatter_fine takes those records in
+//    order and puts each index at its bucket's next place, so its writes at any time fall
+//    within one or two bins' places, which L2 holds.
 // 4. msm_accumulate_*: a fixed share of every window's sorted list per thread (the same number
 //    of mixed additions for every thread, whatever the bucket sizes; G1 in lockstep blocks,
 //    see `accumulate`): a bucket that starts in a
@@ -183,15 +182,19 @@ extern "C" __global__ void msm_scatter(const u32* scalars, u32* cursor, u32* sor
     }
 }
 
-// Two passes (wide windows), the coarse one: windows [w0, w1), digit d of point i goes, as the record (bucket << 32) | i | sign, to
-// records[(w - w0) n + p], p the next place of its bin of 2^bin_bits buckets (at most 32 bins a
-// window; a bin's places start at its first bucket's offset). A block counts its digits per bin
-// in shared memory and takes each bin's places with one atomic, so the bins' counters (a few
-// hundred, hit by every digit) see one atomic per block and bin, and a block's records of a bin
-// are one run. Any block size (the host emulation runs small blocks).
+// Bins a window of the two-pass sort's coarse pass (msm.rs `SORT_BINS`).
+#define MSM_SORT_BINS 32
+
+// Two passes (wide windows), the coarse one: windows [w0, w1), digit d of point i goes, as the
+// record (bucket << 32) | i | sign, to records[(w - w0) n + p], p the next place of its bin of
+// 2^bin_bits buckets (at most MSM_SORT_BINS bins a window; a bin's places start at its first
+// bucket's offset; bin_fill[w · MSM_SORT_BINS + bin] counts the places taken). A block counts its
+// digits per bin in shared memory and takes each bin's places with one atomic, so the bins'
+// counters (a few hundred, hit by every digit) see one atomic per block and bin, and a block's
+// records of a bin are one run. Any block size (the host emulation runs small blocks).
 extern "C" __global__ void msm_scatter_coarse(const u32* scalars, const u32* offsets, u32* bin_fill, u64* records, u64 n, u32 c,
                                               u32 w0, u32 w1, u32 bin_bits) {
-    __shared__ u32 count[32], base[32];
+    __shared__ u32 count[MSM_SORT_BINS], base[MSM_SORT_BINS];
     const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     const bool live = i < n;
     Digits dg(scalars + 8 * (live ? i : 0), c);
@@ -200,14 +203,14 @@ extern "C" __global__ void msm_scatter_coarse(const u32* scalars, const u32* off
     for (u32 w = 0; w < w1; w++) {
         const u32 d = dg.next(w);
         if (w < w0) continue;
-        for (u32 k = threadIdx.x; k < 32; k += blockDim.x) count[k] = 0;
+        for (u32 k = threadIdx.x; k < MSM_SORT_BINS; k += blockDim.x) count[k] = 0;
         __syncthreads();
         const bool has = live && d != NO_DIGIT;
         const u32 bucket = d & 0x7fffffffu, bin = bucket >> bin_bits;
         const u32 rank = has ? atomicAdd(&count[bin], 1u) : 0;
         __syncthreads();
         for (u32 k = threadIdx.x; k < bins; k += blockDim.x)
-            base[k] = offsets[(u64)w * B + (k << bin_bits)] + atomicAdd(&bin_fill[w * 32 + k], count[k]);
+            base[k] = offsets[(u64)w * B + (k << bin_bits)] + atomicAdd(&bin_fill[w * MSM_SORT_BINS + k], count[k]);
         __syncthreads();
         if (has) records[(u64)(w - w0) * n + base[bin] + rank] = (u64)bucket << 32 | (u32)i | (d & 0x80000000u);
     }

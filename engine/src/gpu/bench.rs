@@ -145,9 +145,11 @@ pub fn run_kernel_bench(dev: &GpuDevice, opts: &KernelBenchOptions) -> Result<Ke
         // Its own generator, so that the other families' inputs do not depend on this one.
         let mut rng = ChaCha20Rng::seed_from_u64(0xf1e1d);
         let threads: u64 = 1 << 20;
-        for (words, floor, rounds) in [(8usize, MULADDS_PER_SEC / 264.0, 1000u32), (12, MULADDS_PER_SEC / 588.0, 400)] {
-            // Fr also through the FP64-pipe product (fr52.cuh) and two chains on each pipe.
-            let kinds: &[(&str, u32)] = if words == 8 { &[("fr", 1), ("fr", 4), ("fr52", 1), ("fr52", 4), ("frmix", 4)] } else { &[("fp", 1), ("fp", 4)] };
+        // (words, floor, rounds, kernels as (name, chains)); Fr also through the FP64-pipe
+        // product (fr52.cuh) and two chains on each pipe.
+        const FR_KINDS: &[(&str, u32)] = &[("fr", 1), ("fr", 4), ("fr52", 1), ("fr52", 4), ("frmix", 4)];
+        const FP_KINDS: &[(&str, u32)] = &[("fp", 1), ("fp", 4)];
+        for (words, floor, rounds, kinds) in [(8usize, MULADDS_PER_SEC / 264.0, 1000u32, FR_KINDS), (12, MULADDS_PER_SEC / 588.0, 400, FP_KINDS)] {
             let elems = |count: usize, seed: u64| -> Vec<u8> {
                 if words == 8 {
                     return as_bytes(&random_scalars(count, seed)).to_vec();

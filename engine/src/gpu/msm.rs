@@ -72,6 +72,9 @@ fn fold_heads() -> bool {
 /// an H200's L2 cache (four 2^19-bucket windows; every window at once up to 2^16 buckets).
 const SORT_GROUP_BYTES: u64 = 8 << 20;
 
+/// Bins a window of the two-pass sort's coarse pass (cuda-src/msm.cu `MSM_SORT_BINS`).
+const SORT_BINS: u32 = 32;
+
 /// The most sectors of bucket-run tails (32 bytes a bucket of a sort launch) that the one-pass
 /// scatter may keep in L2 (`MsmPlan::two_pass_sort`): 24 MiB, half an H200's L2.
 const SORT_TAIL_BYTES: u64 = 24 << 20;
@@ -181,9 +184,9 @@ impl MsmPlan {
     pub fn sort_launches(&self) -> Vec<(u32, u32)> {
         self.sort_ranges(self.sort_group())
     }
+    /// The ranges of `group` windows each (1 ≤ group ≤ windows).
     fn sort_ranges(&self, group: u32) -> Vec<(u32, u32)> {
-        let (group, windows) = (group.clamp(1, self.windows.max(1)), self.windows);
-        (0..windows).step_by(group as usize).map(|w0| (w0, (w0 + group).min(windows))).collect()
+        (0..self.windows).step_by(group as usize).map(|w0| (w0, (w0 + group).min(self.windows))).collect()
     }
 
     /// Whether the sort runs in two passes (cuda-src/msm.cu, step 3): when the tails of a
@@ -194,10 +197,10 @@ impl MsmPlan {
         self.sort_group() as u64 * self.buckets as u64 * 32 > SORT_TAIL_BYTES
     }
 
-    /// Buckets per bin of the sort's coarse pass, as a power of two: 32 bins a window (fewer
-    /// when a window has fewer than 32 buckets).
+    /// Buckets per bin of the sort's coarse pass, as a power of two: `SORT_BINS` bins a window
+    /// (fewer when a window has fewer buckets).
     pub fn sort_bin_bits(&self) -> u32 {
-        self.buckets.trailing_zeros().saturating_sub(5)
+        self.buckets.trailing_zeros().saturating_sub(SORT_BINS.trailing_zeros())
     }
 
     /// Rounds of the tree fold of head partials: enough for a bucket spanning every share of a
@@ -230,7 +233,7 @@ impl MsmPlan {
         // Segment sums and weights (2 × segs) live beside the bucket sums; each pair round's
         // output is half its input (at most segs more in all while the previous round's lives).
         // A two-pass sort's records (8 bytes a digit of one launch's windows) and bin counters.
-        let sort = if self.two_pass_sort() { 8 * self.sort_group() as u64 * self.n + 4 * 32 * w } else { 0 };
+        let sort = if self.two_pass_sort() { 8 * self.sort_group() as u64 * self.n + 4 * SORT_BINS as u64 * w } else { 0 };
         4 * w * self.n + 3 * 4 * slots + 2 * 4 * w * self.tiles() as u64 + sort + xyzz * (slots + threads + 3 * segs)
     }
 
@@ -324,7 +327,7 @@ pub fn msm_windows_queued(dev: &GpuDevice, bases: u64, scalars: u64, plan: &MsmP
             MsmStep::ScatterTwoPass { w0, w1, group } => {
                 if sort.is_none() {
                     sort = Some((
-                        dev.alloc_zeroed(windows as usize * 32 * 4, "MSM sort bin counters")?,
+                        dev.alloc_zeroed((windows * SORT_BINS) as usize * 4, "MSM sort bin counters")?,
                         dev.alloc((group as u64 * n * 8) as usize, "MSM sort records")?,
                     ));
                 }
@@ -414,7 +417,7 @@ impl MsmPlan {
     /// The launches with the sort's window group, its passes and the fold given (the host
     /// emulation takes every combination).
     pub fn steps_with(&self, group: u32, two_pass: bool, fold: bool) -> Vec<MsmStep> {
-        let group = group.clamp(1, self.windows.max(1));
+        let group = group.clamp(1, self.windows);
         let ranges = self.sort_ranges(group);
         let mut v: Vec<MsmStep> = ranges.iter().map(|&(w0, w1)| MsmStep::Histogram { w0, w1 }).collect();
         v.push(MsmStep::Offsets);

@@ -67,7 +67,7 @@ bool msm(u32 c, u64 n, bool lockstep) {
     if (fread(scalars.data(), 4, scalars.size(), stdin) != scalars.size()) return false;
 
     const u64 tpw = (n + per - 1) / per;
-    std::vector<u32> counts((u64)W * B, 0), offsets((u64)W * B), cursor((u64)W * B), sorted((u64)W * n + 1), bin_fill((u64)W * 32, 0);
+    std::vector<u32> counts((u64)W * B, 0), offsets((u64)W * B), cursor((u64)W * B), sorted((u64)W * n + 1), bin_fill((u64)W * MSM_SORT_BINS, 0);
     std::vector<u64> records;
     std::vector<u32> buckets((u64)W * B * X::WORDS, 0), partials(W * tpw * X::WORDS, 0), segs((u64)W * nseg * X::WORDS);
     std::vector<u32> weights((u64)W * nseg * X::WORDS);
@@ -90,7 +90,7 @@ bool msm(u32 c, u64 n, bool lockstep) {
                 launch(n, [&] { msm_scatter(scalars.data(), cursor.data(), sorted.data(), n, c, a, b); });
                 break;
             case 3:  // ScatterTwoPass [a, b) (the coarse pass in blocks of 8 threads, its barriers real)
-                records.resize(2 * n * W);
+                records.resize((u64)(b - a) * n);
                 launch_blocks((n + 7) / 8, 8, [&] { msm_scatter_coarse(scalars.data(), offsets.data(), bin_fill.data(), records.data(), n, c, a, b, bin_bits); });
                 launch((u64)(b - a) * n, [&] { msm_scatter_fine(records.data(), offsets.data(), counts.data(), cursor.data(), sorted.data(), n, a, b, B); });
                 break;
