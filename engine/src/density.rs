@@ -14,6 +14,16 @@ impl BitVec {
     pub fn zeros(len: usize) -> Self {
         BitVec { words: vec![0; len.div_ceil(64)], len }
     }
+    /// A bitmap of `len` bits from its words (bits past `len` are cleared, missing words zero).
+    pub fn from_words(mut words: Vec<u64>, len: usize) -> Self {
+        words.resize(len.div_ceil(64), 0);
+        if !len.is_multiple_of(64) {
+            if let Some(w) = words.last_mut() {
+                *w &= (1u64 << (len % 64)) - 1;
+            }
+        }
+        BitVec { words, len }
+    }
     pub fn len(&self) -> usize {
         self.len
     }

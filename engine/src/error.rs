@@ -28,6 +28,18 @@ pub enum EngineError {
     #[error("verification error: {0}")]
     Verify(String),
 
+    #[error("circuit {circuit} does not match its recording: {what}")]
+    RecordingMismatch { circuit: usize, what: String },
+
+    #[error("recording refused: {what}")]
+    RecordingParams { what: String },
+
+    #[error("recording file {path}: {what}")]
+    RecordingFile { path: std::path::PathBuf, what: String },
+
+    #[error("recording: {what}")]
+    Recording { what: String },
+
     #[error("{0}")]
     Other(String),
 }

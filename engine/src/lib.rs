@@ -19,6 +19,7 @@ pub mod fixed_base;
 pub mod gpu;
 pub mod prover;
 pub mod r1cs;
+pub mod recorded;
 pub mod setup;
 pub mod synth;
 pub mod timings;

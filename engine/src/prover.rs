@@ -26,6 +26,7 @@ use rayon::prelude::*;
 use crate::backend::{Backend, Staged};
 use crate::density::BitVec;
 use crate::error::EngineError;
+use crate::recorded::{RecordOptions, RecordingCache};
 use crate::synth::{synthesize_batch, Assignment, Shape};
 use crate::timings::Timings;
 use crate::verify::Verifier;
@@ -36,11 +37,14 @@ pub struct ProveOptions {
     pub self_verify: bool,
     /// Check `a·b = c` on every row before any expensive work (default on).
     pub check_satisfied: bool,
+    /// Synthesis from recorded constraints (default on; `recorded.enabled = false` builds every
+    /// proof's constraints as `synth::synthesize` does). Same assignment, same proof bytes.
+    pub recorded: RecordOptions,
 }
 
 impl Default for ProveOptions {
     fn default() -> Self {
-        ProveOptions { self_verify: true, check_satisfied: true }
+        ProveOptions { self_verify: true, check_satisfied: true, recorded: RecordOptions::default() }
     }
 }
 
@@ -194,11 +198,13 @@ pub struct Prover<'a> {
     pub srs: &'a Srs,
     pub backend: &'a dyn Backend,
     pub opts: ProveOptions,
+    /// Where recordings are kept between proofs (`RecordingCache::global()` by default).
+    pub recordings: &'a RecordingCache,
 }
 
 impl<'a> Prover<'a> {
     pub fn new(srs: &'a Srs, backend: &'a dyn Backend) -> Self {
-        Prover { srs, backend, opts: ProveOptions::default() }
+        Prover { srs, backend, opts: ProveOptions::default(), recordings: RecordingCache::global() }
     }
 
     /// Proves with caller-chosen randomness: `r_s[i], s_s[i]` for partition `i`.
@@ -211,7 +217,11 @@ impl<'a> Prover<'a> {
         let start = Instant::now();
         // The parameters fix the shape exactly: reserve it up front.
         let hint = Shape { constraints: self.srs.domain_size(), inputs: self.srs.num_inputs(), aux: self.srs.l().len() };
-        let assignments = synthesize_batch(circuits, hint)?;
+        let assignments = if self.opts.recorded.enabled {
+            self.recordings.synthesize_batch(self.srs, circuits, &self.opts.recorded)?
+        } else {
+            synthesize_batch(circuits, hint)?
+        };
         t.synth_ms = ms(start);
         let verifier = if self.opts.self_verify { Some(Verifier::new(self.srs.vk())) } else { None };
         let mut batch = ProofBatch { proofs: Vec::new(), public_inputs: Vec::new(), timings: Timings::default() };
