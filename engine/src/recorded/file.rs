@@ -186,7 +186,7 @@ pub fn open(path: &Path, key: &str, expected: &ParamsBinding) -> Result<Recordin
 /// missing, damaged, stale or made for other parameters.
 pub fn open_for(path: &Path, key: &str, srs: &Srs) -> Result<Recording, EngineError> {
     open(path, key, &ParamsBinding::of(srs)).map_err(|e| match e {
-        OpenError::OtherParams(what) => EngineError::RecordingParams { what: format!("{}: {what}", path.display()) },
+        OpenError::OtherParams(what) => EngineError::RecordingParams { what: format!("{} was made for other parameters: {what}", path.display()) },
         e => EngineError::RecordingFile { path: path.into(), what: e.to_string() },
     })
 }
