@@ -547,3 +547,80 @@ fn h_step_matches_the_cpu_on_the_host() {
         assert!(bad.is_none(), "H step at 2^{log_n} with {kernel:?}: first wrong coefficient {bad:?}");
     }
 }
+
+/// The recorded products' program: the Fr headers, `cuda-src/spmv.cu` and `spmv_driver.cpp`.
+const SPMV: &[&str] = &["tests/host_math/shim.h", "tests/host_math/kernels_shim.h", "../cuda-src/field.cuh", "../cuda-src/fr.cuh", "../cuda-src/spmv.cu", "tests/host_math/spmv_driver.cpp"];
+
+/// Random rows over `vars` variables and 3 inputs: each term's coefficient is ±1, ±2, another
+/// small integer (up to the class's largest), a general value, or zero; some rows are empty; the
+/// witness is random, or all zero.
+#[derive(Clone)]
+struct RandomRows {
+    seed: u64,
+    rows: usize,
+    vars: usize,
+    zero_witness: bool,
+}
+
+impl bellperson::Circuit<Scalar> for RandomRows {
+    fn synthesize<CS: bellperson::ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), bellperson::SynthesisError> {
+        use cuzk_engine::recorded::coeff::SMALL_MAX;
+        use rand::Rng;
+        let mut rng = ChaCha20Rng::seed_from_u64(self.seed);
+        let value = |rng: &mut ChaCha20Rng| if self.zero_witness { Scalar::ZERO } else { Scalar::random(rng) };
+        let mut vars = Vec::new();
+        for i in 0..3 {
+            let v = value(&mut rng);
+            vars.push(cs.alloc_input(|| format!("in{i}"), || Ok(v))?);
+        }
+        for i in 0..self.vars {
+            let v = value(&mut rng);
+            vars.push(cs.alloc(|| format!("v{i}"), || Ok(v))?);
+        }
+        if !self.zero_witness {
+            vars.push(CS::one());
+        }
+        for r in 0..self.rows {
+            let mut lcs = Vec::new();
+            for _ in 0..3 {
+                let mut lc = bellperson::LinearCombination::zero();
+                let terms = if r % 7 == 3 { 0 } else { rng.gen_range(0..6) };
+                for _ in 0..terms {
+                    let v = vars[rng.gen_range(0..vars.len())];
+                    let small = Scalar::from(rng.gen_range(3..=SMALL_MAX as u64));
+                    let c = [Scalar::ONE, -Scalar::ONE, Scalar::from(2u64), -Scalar::from(2u64), small, -small, Scalar::random(&mut rng), Scalar::ZERO, Scalar::from(SMALL_MAX as u64)][rng.gen_range(0..9)];
+                    lc = lc + (c, v);
+                }
+                lcs.push(lc);
+            }
+            let [a, b, c]: [_; 3] = lcs.try_into().unwrap();
+            cs.enforce(|| format!("r{r}"), |_| a, |_| b, |_| c);
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn recorded_products_match_the_cpu_on_the_host() {
+    use cuzk_engine::recorded::record;
+    let Some(exe) = program(SPMV, "") else { return };
+    let seed = rng().next_u64();
+    for (rows, vars, zero_witness) in [(0, 0, false), (1, 1, false), (300, 50, false), (200, 40, true)] {
+        let circuit = RandomRows { seed, rows, vars, zero_witness };
+        let (rec, values) = record(circuit, true, 0).unwrap();
+        let (inputs, aux) = values.unwrap();
+        let asg = rec.assignment((inputs.clone(), aux.clone()), 0).unwrap();
+        let w: Vec<Scalar> = inputs.iter().chain(&aux).copied().collect();
+        for (m, want) in [&asg.a, &asg.b, &asg.c].into_iter().enumerate() {
+            let (ptr, ent) = (rec.row_ptr(m), rec.entries(m));
+            let hdr = [rec.counts().rows(), w.len(), ent.len(), rec.table().len()].map(|n| n as u64);
+            let req = [as_bytes(&hdr), as_bytes(ptr), as_bytes(ent), as_bytes(rec.table()), as_bytes(&w)].concat();
+            let got = exchange(&exe, &req, &format!("spmv of {} rows", hdr[0]));
+            assert_eq!(got, as_bytes(want), "matrix {m} of {rows} random rows (seed {seed}, zero witness {zero_witness})");
+        }
+        if zero_witness {
+            let circuit_rows = [&asg.a, &asg.b, &asg.c].map(|v| &v[..rows]);
+            assert!(circuit_rows.iter().all(|v| v.iter().all(|x| bool::from(x.is_zero()))), "zero witness, non-zero product");
+        }
+    }
+}

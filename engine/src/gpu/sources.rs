@@ -24,10 +24,12 @@ pub enum Module {
     Msm,
     /// Batch addition and XYZZ folds over G1 and G2.
     BatchAdd,
+    /// Sparse matrix–vector products of a recorded constraint system (a, b, c from the witness).
+    Spmv,
 }
 
 impl Module {
-    pub const ALL: [Module; 5] = [Module::Arith, Module::Ntt, Module::H, Module::Msm, Module::BatchAdd];
+    pub const ALL: [Module; 6] = [Module::Arith, Module::Ntt, Module::H, Module::Msm, Module::BatchAdd, Module::Spmv];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -36,6 +38,7 @@ impl Module {
             Module::H => "h",
             Module::Msm => "msm",
             Module::BatchAdd => "batch_add",
+            Module::Spmv => "spmv",
         }
     }
 
@@ -43,6 +46,7 @@ impl Module {
         let fields = vec![COMMON, FIELD, FR, FP, FP2];
         let mut parts = match self {
             Module::Ntt | Module::H => vec![COMMON, FIELD, FR, BITREV],
+            Module::Spmv => vec![COMMON, FIELD, FR],
             Module::Arith => vec![COMMON, FIELD, FR, FR52, FP, FP2],
             Module::Msm | Module::BatchAdd => {
                 let mut v = fields;
@@ -56,6 +60,7 @@ impl Module {
             Module::H => ("h.cu", include_str!("../../../cuda-src/h.cu")),
             Module::Msm => ("msm.cu", include_str!("../../../cuda-src/msm.cu")),
             Module::BatchAdd => ("batch_add.cu", include_str!("../../../cuda-src/batch_add.cu")),
+            Module::Spmv => ("spmv.cu", include_str!("../../../cuda-src/spmv.cu")),
         });
         parts
     }

@@ -1,7 +1,7 @@
 //! Coefficient classes of a recorded entry: most coefficients of real circuits are 1 or −1 (no
-//! field product at all), many are small integers (packing, XOR's 2; a GPU multiplies those by a
-//! 32-bit word, far cheaper than a full product), and the rest are general field elements kept
-//! once each in a side table.
+//! field product at all), many are small integers (packing, XOR's 2: inline, with no table
+//! lookup; ±2 is a doubling), and the rest are general field elements kept once each in a side
+//! table.
 //!
 //! A code is one `u32`: bit 31 set → general, bits 0..31 index the table; otherwise bit 30 is the
 //! sign and bits 0..30 the magnitude `k ≥ 1` (so `1` is +1 and `NEG | 1` is −1).
