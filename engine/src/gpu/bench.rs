@@ -28,7 +28,7 @@ pub struct KernelBenchOptions {
     pub max_log: u32,
     /// Distinct random points generated on the CPU and tiled to the benchmark size.
     pub distinct_points: usize,
-    /// Run only the families whose name contains this (field, msm_g1, msm_g2, ntt, h, batch_add).
+    /// Run only the families whose name contains this (field, msm_g1, msm_g2, ntt, h, batch_add, spmv).
     pub only: Option<String>,
     /// Window sizes to measure besides the planned one, at each MSM family's largest size.
     pub msm_windows: Vec<u32>,
@@ -311,6 +311,19 @@ pub fn run_kernel_bench(dev: &GpuDevice, opts: &KernelBenchOptions) -> Result<Ke
             line(&mut out, format!("batch_add_g1_2p{l:<4} {ms:>9.2} ms  ({:.2e} adds/s)", (1u64 << (l - 1)) as f64 / (ms / 1e3)));
             rep.results.push((format!("batch_add_g1_2p{l}"), ms));
         }
+    }
+
+    // Recorded products (a, b, c of mulchain filling the domain): matrices resident, witness on
+    // the device; the recording is made on the CPU first (seconds at 2^24).
+    for l in [20u32, 24].into_iter().filter(|&l| fits(l) && want("spmv")) {
+        let circuit = crate::circuits::MulChain::filling_domain(l, 2, 1);
+        let (rec, values) = crate::recorded::record(circuit, true, 0)?;
+        let (inputs, aux) = values.unwrap_or_default();
+        let d = super::spmv::DeviceRecording::upload(dev, &rec)?;
+        let w = d.upload_witness(dev, &inputs, &aux)?;
+        let ms = time_ms(dev, opts.reps, || d.products(dev, &w, 1 << l).map(|_| ()))?;
+        line(&mut out, format!("spmv_mulchain_2p{l:<5} {ms:>9.2} ms  ({} entries, {:.1} MiB resident)", rec.counts().nnz.iter().sum::<usize>(), d.bytes() as f64 / (1 << 20) as f64));
+        rep.results.push((format!("spmv_mulchain_2p{l}"), ms));
     }
 
     let show = |k: &str| rep.get(k).map(|v| format!("{v:.2}")).unwrap_or_else(|| "not_run".into());

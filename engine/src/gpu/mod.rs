@@ -14,6 +14,7 @@ pub mod nvrtc;
 pub mod points;
 pub mod pool;
 pub mod sources;
+pub mod spmv;
 pub mod staged;
 
 pub use backend::GpuBackend;
