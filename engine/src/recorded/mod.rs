@@ -5,6 +5,20 @@
 //! `synth::synthesize` produces, for a fraction of the work. [`cache::RecordingCache`] ties it
 //! together with the safety checks: counts, sampled rows, sampled full syntheses.
 
+/// The namespace methods of a witness-only `ConstraintSystem` (its own root): names are never
+/// built, so nothing is done.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! witness_only_namespaces {
+    () => {
+        fn push_namespace<NR: Into<String>, N: FnOnce() -> NR>(&mut self, _: N) {}
+        fn pop_namespace(&mut self) {}
+        fn get_root(&mut self) -> &mut Self::Root {
+            self
+        }
+    };
+}
+
 pub mod cache;
 pub mod coeff;
 pub mod file;

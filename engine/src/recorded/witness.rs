@@ -123,18 +123,7 @@ impl ConstraintSystem<Scalar> for WitnessCs<'_> {
         }
     }
 
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
+    crate::witness_only_namespaces!();
 
     fn is_extensible() -> bool {
         true
