@@ -72,3 +72,49 @@ fn aux_never_in_a_or_b() {
 fn sha256_preimage_from_bellperson_gadgets() {
     check("sha256", Sha256Preimage::random(32, 6), 1);
 }
+
+/// A circuit that, like filecoin's FallbackPoSt, synthesizes pieces in systems of their own and
+/// extends its own with them, using each piece's temporary `one` in B and an input per piece.
+#[derive(Clone)]
+struct Extending {
+    pieces: Vec<(Scalar, Scalar)>,
+}
+
+fn piece<CS: bellperson::ConstraintSystem<Scalar>>(cs: &mut CS, (x, y): (Scalar, Scalar)) -> Result<(), bellperson::SynthesisError> {
+    use bellperson::gadgets::num::AllocatedNum;
+    let a = AllocatedNum::alloc(cs.namespace(|| "a"), || Ok(x))?;
+    let b = AllocatedNum::alloc(cs.namespace(|| "b"), || Ok(y))?;
+    let p = a.mul(cs.namespace(|| "a*b"), &b)?;
+    p.inputize(cs.namespace(|| "p"))?;
+    // (a + 1) * (b + 1) = p + a + b + 1: `one` in A and in B.
+    cs.enforce(
+        || "one in b",
+        |lc| lc + a.get_variable() + CS::one(),
+        |lc| lc + b.get_variable() + CS::one(),
+        |lc| lc + p.get_variable() + a.get_variable() + b.get_variable() + CS::one(),
+    );
+    Ok(())
+}
+
+impl Circuit<Scalar> for Extending {
+    fn synthesize<CS: bellperson::ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), bellperson::SynthesisError> {
+        for xy in self.pieces {
+            if CS::is_extensible() {
+                let mut sub = CS::new();
+                sub.alloc_input(|| "temp one", || Ok(Scalar::ONE))?;
+                piece(&mut sub, xy)?;
+                cs.extend(&sub);
+            } else {
+                piece(cs, xy)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn pieces_synthesized_apart_and_extended() {
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let pieces = (0..5).map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng))).collect();
+    check("extending", Extending { pieces }, 2);
+}

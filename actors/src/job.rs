@@ -44,12 +44,19 @@ pub struct JobSpec {
 impl JobSpec {
     /// A job proving `circuits` (the partitions of one proof) against `srs`.
     pub fn new<C: Circuit<Scalar> + Send + 'static>(srs: Arc<Srs>, circuits: Vec<C>) -> Self {
-        let partitions = circuits
-            .into_iter()
-            .enumerate()
-            .map(|(i, c)| -> SynthFn { Box::new(move |hint| synthesize(c, hint).map_err(|source| EngineError::Synthesis { circuit: i, source })) })
-            .collect();
+        let partitions = circuits.into_iter().enumerate().map(|(i, c)| synth_fn(i, c, None)).collect();
         JobSpec { srs, partitions, priority: Priority::Normal, randomness: Randomness::Random }
+    }
+
+    /// A job whose partitions must synthesize to exactly these public inputs (`expected[i]` for
+    /// partition `i`, `one` excluded), as a proof system's own `generate_public_inputs` computes
+    /// them: a partition whose synthesized inputs differ fails before any proving work.
+    pub fn with_expected_inputs<C: Circuit<Scalar> + Send + 'static>(srs: Arc<Srs>, circuits: Vec<C>, expected: Vec<Vec<Scalar>>) -> Result<Self, String> {
+        if expected.len() != circuits.len() {
+            return Err(format!("{} circuits but {} public-input vectors", circuits.len(), expected.len()));
+        }
+        let partitions = circuits.into_iter().zip(expected).enumerate().map(|(i, (c, e))| synth_fn(i, c, Some(e))).collect();
+        Ok(JobSpec { srs, partitions, priority: Priority::Normal, randomness: Randomness::Random })
     }
     pub fn priority(mut self, p: Priority) -> Self {
         self.priority = p;
@@ -58,6 +65,33 @@ impl JobSpec {
     pub fn randomness(mut self, r: Randomness) -> Self {
         self.randomness = r;
         self
+    }
+}
+
+/// Partition `i`'s synthesis (the one place the pipeline turns a circuit into an assignment), with
+/// an optional check of its public inputs against `expected`.
+fn synth_fn<C: Circuit<Scalar> + Send + 'static>(i: usize, c: C, expected: Option<Vec<Scalar>>) -> SynthFn {
+    Box::new(move |hint| {
+        let asg = synthesize(c, hint).map_err(|source| EngineError::Synthesis { circuit: i, source })?;
+        if let Some(e) = expected {
+            check_public_inputs(i, asg.public_inputs(), &e)?;
+        }
+        Ok(asg)
+    })
+}
+
+/// Synthesized public inputs against the expected ones: the first difference is named.
+pub fn check_public_inputs(partition: usize, got: &[Scalar], expected: &[Scalar]) -> Result<(), EngineError> {
+    if got.len() != expected.len() {
+        return Err(EngineError::Other(format!(
+            "partition {partition}: synthesis gave {} public inputs, the proof system expects {}",
+            got.len(),
+            expected.len()
+        )));
+    }
+    match got.iter().zip(expected).position(|(g, e)| g != e) {
+        Some(k) => Err(EngineError::Other(format!("partition {partition}: public input {k} from synthesis differs from the expected one"))),
+        None => Ok(()),
     }
 }
 

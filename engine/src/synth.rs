@@ -167,6 +167,11 @@ impl ConstraintSystem<Scalar> for Assignment {
 
     fn extend(&mut self, other: &Self) {
         self.a_aux_density.extend_from(&other.a_aux_density, false);
+        // The other system's input 0 is its own `one`: a use of it in B is a use of ours (as
+        // bellperson's `DensityTracker::extend` coalesces it); the rest are appended.
+        if other.b_input_density.len() > 0 && other.b_input_density.get(0) && self.b_input_density.len() > 0 {
+            self.b_input_density.set(0);
+        }
         self.b_input_density.extend_from(&other.b_input_density, true);
         self.b_aux_density.extend_from(&other.b_aux_density, false);
         self.a.extend_from_slice(&other.a);

@@ -1,0 +1,103 @@
+//! Parameter files: where a node keeps them, which file a registered proof needs, the
+//! verifying-key file filecoin-proofs' verifiers read beside it, and — for development and
+//! tests only — a local seeded setup in the standard format (not the production MPC parameters).
+
+use std::path::{Path, PathBuf};
+
+use bellperson::Circuit;
+use blstrs::Scalar;
+use cuzk_srs::{write_params, Srs};
+
+use crate::error::FilecoinError;
+use crate::registered::Registered;
+use crate::sink::BlankSink;
+use crate::{porep, post, snap};
+
+/// The default directory of Filecoin parameters.
+pub const DEFAULT_DIR: &str = "/var/tmp/filecoin-proof-parameters";
+
+/// The parameter directory: `explicit`, else `$FIL_PROOFS_PARAMETER_CACHE`, else [`DEFAULT_DIR`]
+/// (the same rule filecoin-proofs follows).
+pub fn dir(explicit: Option<&Path>) -> PathBuf {
+    explicit
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::var_os("FIL_PROOFS_PARAMETER_CACHE").filter(|v| !v.is_empty()).map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_DIR))
+}
+
+/// The `.params` file `registered` is proved against, in `dir`; an error naming the expected file
+/// and directory if it is not there.
+pub fn locate(registered: Registered, dir: &Path) -> Result<PathBuf, FilecoinError> {
+    let file = registered.params_file_name()?;
+    let path = dir.join(&file);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(FilecoinError::MissingParams { proof: registered.to_string(), file, dir: dir.to_path_buf() })
+    }
+}
+
+/// Writes the verifying key of `srs` as `registered`'s `.vk` file in `dir` unless one is there;
+/// filecoin-proofs' verifiers read it (and, finding none, would run a setup of their own).
+pub fn ensure_vk(registered: Registered, dir: &Path, srs: &Srs) -> Result<PathBuf, FilecoinError> {
+    let path = dir.join(registered.vk_file_name()?);
+    if path.is_file() {
+        return Ok(path);
+    }
+    let err = |e: std::io::Error| FilecoinError::Params { file: path.clone(), detail: e.to_string() };
+    let mut bytes = Vec::new();
+    srs.vk().write(&mut bytes).map_err(err)?;
+    write_atomically(&path, &bytes).map_err(err)?;
+    Ok(path)
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// Generates parameters for `registered` with cuzk's seeded local setup into its standard file
+/// name in `dir` (unless present), and the `.vk` beside it. These are **not** the production
+/// parameters of Filecoin's trusted setup: proofs made with them verify only against them.
+/// Returns the path and whether it was generated now.
+pub fn generate(registered: Registered, dir: &Path, seed: u64) -> Result<(PathBuf, bool), FilecoinError> {
+    let path = dir.join(registered.params_file_name()?);
+    let generated = if path.is_file() {
+        false
+    } else {
+        std::fs::create_dir_all(dir).map_err(|e| FilecoinError::Params { file: dir.to_path_buf(), detail: e.to_string() })?;
+        let params = blank(registered, Setup { seed })??;
+        let tmp = path.with_extension(format!("params.tmp.{}", std::process::id()));
+        write_params(&tmp, &params).map_err(|e| FilecoinError::Params { file: tmp.clone(), detail: e.to_string() })?;
+        std::fs::rename(&tmp, &path).map_err(|e| FilecoinError::Params { file: path.clone(), detail: e.to_string() })?;
+        true
+    };
+    let srs = Srs::open(&path, &cuzk_srs::OpenOptions::default()).map_err(|e| FilecoinError::Params { file: path.clone(), detail: e.to_string() })?;
+    ensure_vk(registered, dir, &srs)?;
+    Ok((path, generated))
+}
+
+/// Hands `registered`'s blank (witness-free) partition circuit to `sink`.
+pub fn blank<S: BlankSink>(registered: Registered, sink: S) -> Result<S::Out, FilecoinError> {
+    match registered {
+        Registered::Seal(p) => porep::blank(p, sink),
+        Registered::Update(p) => snap::blank(p, sink),
+        Registered::PoSt(p) => post::blank(p, sink),
+    }
+}
+
+struct Setup {
+    seed: u64,
+}
+
+impl BlankSink for Setup {
+    type Out = Result<bellperson::groth16::Parameters<blstrs::Bls12>, FilecoinError>;
+    fn take<C: Circuit<Scalar> + Clone + Send + 'static>(self, blank: C) -> Self::Out {
+        Ok(cuzk_engine::setup::generate(blank, self.seed)?)
+    }
+}
+
+/// The seed cuzk's own tests, benches and `cuzk filecoin setup` use by default, so that each of
+/// them finds the files the others generated.
+pub const DEV_SETUP_SEED: u64 = 0x00c0_2a2b;

@@ -1,0 +1,121 @@
+//! A proof request as it travels (bytes a node produced, nothing parsed yet), and its parsed
+//! form. The wire form is what the daemon's control frames and the library's job type carry.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::FilecoinError;
+use crate::kind::ProofKind;
+use crate::porep::PoRepInput;
+use crate::post::PoStInput;
+use crate::registered::{self, Registered};
+use crate::sink::CircuitSink;
+use crate::snap::SnapInput;
+
+/// One proof to make, with its inputs exactly as a storage node's pipelines produce them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ProofRequest {
+    /// PoRep C2. `c1_json` is the `SealCommitPhase1Output` JSON; the prover id and sector
+    /// number are needed only to run filecoin-proofs' `verify_seal` as well.
+    PoRep { c1_json: Vec<u8>, prover_id: Option<[u8; 32]>, sector_id: Option<u64> },
+    /// SnapDeals. `registered` is the `RegisteredUpdateProof` abi number (0–4).
+    SnapDeals { registered: u64, vanilla_proofs: Vec<Vec<u8>>, comm_r_old: [u8; 32], comm_r_new: [u8; 32], comm_d_new: [u8; 32] },
+    /// One WindowPoSt partition. `registered` is the `RegisteredPoStProof` abi number (5–14).
+    WindowPoSt { registered: u64, vanilla_proofs: Vec<Vec<u8>>, randomness: [u8; 32], prover_id: [u8; 32], partition_index: u64 },
+    /// WinningPoSt. `registered` is the `RegisteredPoStProof` abi number (0–4).
+    WinningPoSt { registered: u64, vanilla_proofs: Vec<Vec<u8>>, randomness: [u8; 32], prover_id: [u8; 32] },
+}
+
+impl ProofRequest {
+    pub fn kind(&self) -> ProofKind {
+        match self {
+            ProofRequest::PoRep { .. } => ProofKind::PoRep,
+            ProofRequest::SnapDeals { .. } => ProofKind::SnapDeals,
+            ProofRequest::WindowPoSt { .. } => ProofKind::WindowPoSt,
+            ProofRequest::WinningPoSt { .. } => ProofKind::WinningPoSt,
+        }
+    }
+
+    /// Reads the inputs (JSON, bincode headers, registered proof numbers); errors name what was
+    /// malformed. Circuits are built later, by [`Parsed::build`].
+    pub fn parse(self) -> Result<Parsed, FilecoinError> {
+        let post = |kind, registered: u64, vanilla_proofs, randomness, prover_id, partition_index: u64| -> Result<Parsed, FilecoinError> {
+            let Registered::PoSt(p) = registered::parse(kind, &registered.to_string())? else {
+                return Err(FilecoinError::invalid("registered PoSt proof", registered));
+            };
+            let partition_index = usize::try_from(partition_index).map_err(|_| FilecoinError::invalid("partition index", partition_index))?;
+            Ok(Parsed::PoSt(PoStInput { registered: p, vanilla_proofs, randomness, prover_id, partition_index }))
+        };
+        match self {
+            ProofRequest::PoRep { c1_json, prover_id, sector_id } => {
+                let mut input = PoRepInput::from_json(&c1_json)?;
+                input.prover_id = prover_id;
+                input.sector_id = sector_id;
+                Ok(Parsed::PoRep(Box::new(input)))
+            }
+            ProofRequest::SnapDeals { registered, vanilla_proofs, comm_r_old, comm_r_new, comm_d_new } => {
+                let registered = registered::update_from_abi(registered)?;
+                Ok(Parsed::Snap(SnapInput { registered, vanilla_proofs, comm_r_old, comm_r_new, comm_d_new }))
+            }
+            ProofRequest::WindowPoSt { registered, vanilla_proofs, randomness, prover_id, partition_index } => {
+                post(ProofKind::WindowPoSt, registered, vanilla_proofs, randomness, prover_id, partition_index)
+            }
+            ProofRequest::WinningPoSt { registered, vanilla_proofs, randomness, prover_id } => {
+                post(ProofKind::WinningPoSt, registered, vanilla_proofs, randomness, prover_id, 0)
+            }
+        }
+    }
+}
+
+/// A request whose inputs have been read.
+#[derive(Debug, Clone)]
+pub enum Parsed {
+    PoRep(Box<PoRepInput>),
+    Snap(SnapInput),
+    PoSt(PoStInput),
+}
+
+impl Parsed {
+    pub fn registered(&self) -> Registered {
+        match self {
+            Parsed::PoRep(p) => p.registered(),
+            Parsed::Snap(s) => s.registered(),
+            Parsed::PoSt(p) => p.registered(),
+        }
+    }
+
+    pub fn kind(&self) -> ProofKind {
+        self.registered().kind()
+    }
+
+    /// Builds the partition circuits and public inputs and hands them to `sink`. A panic inside
+    /// filecoin-proofs on an input it did not expect is caught and reported as an error.
+    pub fn build<S: CircuitSink>(self, sink: S) -> Result<S::Out, FilecoinError> {
+        let what = format!("building the {} circuits", self.registered());
+        catch(&what, move || match self {
+            Parsed::PoRep(p) => p.build(sink),
+            Parsed::Snap(s) => s.build(sink),
+            Parsed::PoSt(p) => p.build(sink),
+        })
+    }
+}
+
+/// Runs `f`, turning a panic into an error naming `what`.
+pub(crate) fn catch<T>(what: &str, f: impl FnOnce() -> Result<T, FilecoinError>) -> Result<T, FilecoinError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let msg = p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_else(|| "a panic".into());
+        Err(FilecoinError::invalid(what.to_string(), format!("filecoin-proofs panicked: {msg}")))
+    })
+}
+
+/// Decodes a bincode (1.x, as filecoin-proofs-api writes it) value of `what`, refusing trailing
+/// bytes; allocation is bounded by the input's length.
+pub(crate) fn decode_bincode<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T, FilecoinError> {
+    use bincode1::Options;
+    bincode1::DefaultOptions::new()
+        .with_fixint_encoding()
+        .with_little_endian()
+        .with_limit(bytes.len() as u64)
+        .reject_trailing_bytes()
+        .deserialize(bytes)
+        .map_err(|e| FilecoinError::malformed(format!("{what} (bincode, {} bytes)", bytes.len()), e))
+}

@@ -1,0 +1,236 @@
+//! Every Filecoin proof kind at 2 KiB, from inputs made here with filecoin-proofs (a sector
+//! sealed on the CPU, its SnapDeals update, PoSt vanilla proofs), proved by cuzk on the CPU, and
+//! accepted by filecoin-proofs' own verifiers. PoRep is also byte-identical to bellperson's
+//! `create_proof` for the same `r, s`.
+//!
+//! The parameters are generated with cuzk's seeded local setup, once, under the target
+//! directory: they are **not** Filecoin's production (MPC) parameters, and the proofs verify only
+//! against them.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+use bellperson::groth16::{create_proof, Parameters};
+use blstrs::{Bls12, Scalar};
+use cuzk_engine::CpuBackend;
+use cuzk_filecoin::prove::{prove, Rs};
+use cuzk_filecoin::request::Parsed;
+use cuzk_filecoin::sample::{self, Sealed};
+use cuzk_filecoin::{layout, params, verify, CircuitSink, FilecoinError, Partitions, ProofRequest, Registered};
+use cuzk_srs::{OpenOptions, Srs};
+use ff::Field;
+use filecoin_proofs_api::RegisteredSealProof;
+use rand::SeedableRng;
+
+const SEAL: RegisteredSealProof = RegisteredSealProof::StackedDrg2KiBV1_1;
+
+/// The parameter cache of these tests (and filecoin-proofs' verifiers, through the environment).
+fn param_dir() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        let dir = tmp.join("filecoin-params");
+        std::fs::create_dir_all(&dir).unwrap();
+        // Read once by filecoin-proofs, on first use: set before anything of it runs.
+        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
+        std::env::set_var("FIL_PROOFS_PARENT_CACHE", tmp.join("filecoin-parents"));
+        dir
+    })
+    .clone()
+}
+
+/// The parameters of `registered`, generated once (per process: one generation at a time).
+fn srs_for(registered: Registered) -> Srs {
+    static GEN: Mutex<()> = Mutex::new(());
+    let dir = param_dir();
+    let _g = GEN.lock().unwrap_or_else(|e| e.into_inner());
+    let (path, generated) = params::generate(registered, &dir, params::DEV_SETUP_SEED).unwrap();
+    if generated {
+        eprintln!("generated {} (local setup, not the production parameters)", path.display());
+    }
+    Srs::open(&path, &OpenOptions::default()).unwrap()
+}
+
+struct Sectors {
+    _dir: tempfile::TempDir,
+    a: Sealed,
+    b: Sealed,
+}
+
+/// Two 2 KiB sectors sealed with filecoin-proofs (add_piece, PC1, PC2, C1), sharing a prover id
+/// for PoSt.
+fn sectors() -> &'static Sectors {
+    static S: OnceLock<Sectors> = OnceLock::new();
+    S.get_or_init(|| {
+        param_dir();
+        let dir = tempfile::tempdir().unwrap();
+        let a = sample::seal(SEAL, &dir.path().join("a"), 7, 1, None).unwrap();
+        let b = sample::seal(SEAL, &dir.path().join("b"), 9, 2, Some(a.prover_id)).unwrap();
+        Sectors { _dir: dir, a, b }
+    })
+}
+
+fn parsed(req: ProofRequest) -> Parsed {
+    req.parse().unwrap()
+}
+
+/// bellperson's `create_proof` over the same circuits, the reference the bytes are compared with.
+struct Bellperson<'a> {
+    params: &'a Parameters<Bls12>,
+    rs: &'a [(Scalar, Scalar)],
+}
+
+impl CircuitSink for Bellperson<'_> {
+    type Out = Vec<u8>;
+    fn take<C: bellperson::Circuit<Scalar> + Send + 'static>(self, parts: Partitions<C>) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (c, (r, s)) in parts.circuits.into_iter().zip(self.rs) {
+            create_proof::<Bls12, _, _>(c, self.params, *r, *s).unwrap().write(&mut out).unwrap();
+        }
+        out
+    }
+}
+
+#[test]
+fn porep_2kib_is_bellpersons_bytes_and_passes_verify_seal() {
+    let s = &sectors().a;
+    let registered = Registered::Seal(SEAL);
+    let srs = srs_for(registered);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+    let rs = vec![(Scalar::random(&mut rng), Scalar::random(&mut rng))];
+
+    let req = parsed(s.porep_request());
+    let ours = prove(req.clone(), &srs, &CpuBackend::new(), Rs::Fixed(&rs)).unwrap();
+    let bytes = ours.to_bytes();
+    assert_eq!(bytes.len(), 192);
+
+    let path = params::locate(registered, &param_dir()).unwrap();
+    let bp = Parameters::<Bls12>::read(std::fs::File::open(&path).unwrap(), false).unwrap();
+    let theirs = req.clone().build(Bellperson { params: &bp, rs: &rs }).unwrap();
+    assert_eq!(bytes, theirs, "cuzk's PoRep proof differs from bellperson's for the same r, s");
+
+    assert!(verify::verify(&req, &bytes).unwrap(), "verify_seal rejected cuzk's proof");
+    let mut flipped = bytes.clone();
+    flipped[100] ^= 1;
+    assert!(!verify::verify(&req, &flipped).unwrap_or(false), "verify_seal accepted a flipped proof");
+
+    // Random r, s: still accepted, and different bytes.
+    let random = prove(req.clone(), &srs, &CpuBackend::new(), Rs::Random).unwrap().to_bytes();
+    assert_ne!(random, bytes);
+    assert!(verify::verify(&req, &random).unwrap());
+}
+
+#[test]
+fn porep_refuses_a_vanilla_proof_of_another_sector() {
+    let (a, b) = (&sectors().a, &sectors().b);
+    let srs = srs_for(Registered::Seal(SEAL));
+    // a's C1 output with b's commitments: the circuit is unsatisfied, no bytes come back.
+    let mut c1: serde_json::Value = serde_json::from_slice(&a.c1_json).unwrap();
+    c1["comm_r"] = serde_json::to_value(b.comm_r).unwrap();
+    let req = ProofRequest::PoRep { c1_json: serde_json::to_vec(&c1).unwrap(), prover_id: None, sector_id: None };
+    let err = prove(parsed(req), &srs, &CpuBackend::new(), Rs::Random).unwrap_err();
+    assert!(err.to_string().contains("nsatisfied") || err.to_string().contains("differ"), "{err}");
+}
+
+#[test]
+fn snap_deals_2kib_passes_verify_empty_sector_update_proof() {
+    let s = &sectors().a;
+    let dir = tempfile::tempdir().unwrap();
+    let req = parsed(sample::snap(s, dir.path(), 11).unwrap());
+    let srs = srs_for(req.registered());
+    let bytes = prove(req.clone(), &srs, &CpuBackend::new(), Rs::Random).unwrap().to_bytes();
+    assert_eq!(bytes.len(), 192);
+    assert!(verify::verify(&req, &bytes).unwrap(), "verify_empty_sector_update_proof rejected cuzk's proof");
+
+    // The same vanilla proofs against another comm_d_new: refused before any bytes exist.
+    let Parsed::Snap(mut other) = req else { unreachable!() };
+    other.comm_d_new = sectors().b.comm_d;
+    assert!(prove(Parsed::Snap(other), &srs, &CpuBackend::new(), Rs::Random).is_err());
+}
+
+#[test]
+fn window_post_2kib_passes_verify_window_post() {
+    let (a, b) = (&sectors().a, &sectors().b);
+    let mut both = vec![a.clone(), b.clone()];
+    both.sort_by_key(|s| s.sector_id);
+    let req = parsed(sample::window_post(&both, a.prover_id, 5).unwrap());
+    let srs = srs_for(req.registered());
+    let bytes = prove(req.clone(), &srs, &CpuBackend::new(), Rs::Random).unwrap().to_bytes();
+    assert!(verify::verify(&req, &bytes).unwrap(), "verify_window_post rejected cuzk's proof");
+
+    // Vanilla proofs for other randomness do not prove this request.
+    let Parsed::PoSt(mut other) = req else { unreachable!() };
+    other.randomness[0] ^= 1;
+    assert!(prove(Parsed::PoSt(other), &srs, &CpuBackend::new(), Rs::Random).is_err());
+}
+
+#[test]
+fn winning_post_2kib_passes_verify_winning_post() {
+    let a = &sectors().a;
+    let req = parsed(sample::winning_post(a, a.prover_id, 6).unwrap());
+    let srs = srs_for(req.registered());
+    let bytes = prove(req.clone(), &srs, &CpuBackend::new(), Rs::Random).unwrap().to_bytes();
+    assert!(verify::verify(&req, &bytes).unwrap(), "verify_winning_post rejected cuzk's proof");
+
+    // The leaf challenges follow the randomness (the prover id only picks the sector, and there
+    // is one): other randomness is refused.
+    let Parsed::PoSt(mut other) = req else { unreachable!() };
+    other.randomness[3] ^= 1;
+    assert!(prove(Parsed::PoSt(other), &srs, &CpuBackend::new(), Rs::Random).is_err());
+}
+
+#[test]
+fn blank_circuit_layouts_match_the_generated_parameters() {
+    let a = &sectors().a;
+    let dir = tempfile::tempdir().unwrap();
+    let reqs = [a.porep_request(), sample::snap(a, dir.path(), 12).unwrap(), sample::winning_post(a, a.prover_id, 1).unwrap()];
+    for req in reqs {
+        let registered = parsed(req).registered();
+        let want = layout::of(registered).unwrap();
+        let srs = srs_for(registered);
+        assert!(want.matches(&srs), "{registered}: counted {want:?}, parameters {:?}", layout::CircuitLayout::of_srs(&srs));
+        let file_len = std::fs::metadata(srs.path()).unwrap().len();
+        assert_eq!(want.params_bytes(), file_len, "{registered}: parameter file size");
+    }
+    // The real 2 KiB PoRep partition (DESIGN.md): 2,687,921 constraints... counted with the input rows.
+    let porep = layout::of(Registered::Seal(SEAL)).unwrap();
+    assert_eq!(porep.inputs, 40, "39 public inputs and one");
+    assert_eq!(porep.domain, 1 << 22);
+}
+
+#[test]
+fn bad_inputs_are_clear_errors() {
+    let a = &sectors().a;
+    let e = |r: ProofRequest| r.parse().and_then(|p| p.build(Nothing)).unwrap_err().to_string();
+
+    let err = e(ProofRequest::PoRep { c1_json: b"{\"registered_proof\": \"StackedDrg2KiBV1_1\"".to_vec(), prover_id: None, sector_id: None });
+    assert!(err.contains("malformed C1 output"), "{err}");
+    let truncated = a.c1_json[..a.c1_json.len() / 2].to_vec();
+    assert!(e(ProofRequest::PoRep { c1_json: truncated, prover_id: None, sector_id: None }).contains("malformed"));
+
+    // A registered proof of another sector size than the vanilla proofs'.
+    let mut c1: serde_json::Value = serde_json::from_slice(&a.c1_json).unwrap();
+    c1["registered_proof"] = "StackedDrg8MiBV1_1".into();
+    let err = e(ProofRequest::PoRep { c1_json: serde_json::to_vec(&c1).unwrap(), prover_id: None, sector_id: None });
+    assert!(err.contains("2048-byte sectors"), "{err}");
+
+    let err = e(ProofRequest::WinningPoSt { registered: 0, vanilla_proofs: vec![vec![1, 2, 3]], randomness: [0; 32], prover_id: [0; 32] });
+    assert!(err.contains("malformed WinningPoSt vanilla proof 0"), "{err}");
+    let err = e(ProofRequest::SnapDeals { registered: 9, vanilla_proofs: vec![], comm_r_old: [0; 32], comm_r_new: [0; 32], comm_d_new: [0; 32] });
+    assert!(err.contains("abi number 9"), "{err}");
+    let err = e(ProofRequest::WindowPoSt { registered: 0, vanilla_proofs: vec![], randomness: [0; 32], prover_id: [0; 32], partition_index: 0 });
+    assert!(err.contains("is a winning-post proof"), "{err}");
+
+    // A sector size without parameters: the expected file and directory are named.
+    let empty = tempfile::tempdir().unwrap();
+    let missing = params::locate(Registered::Seal(RegisteredSealProof::StackedDrg32GiBV1_1), empty.path()).unwrap_err();
+    let msg = missing.to_string();
+    assert!(matches!(missing, FilecoinError::MissingParams { .. }) && msg.contains("v28-stacked-proof-of-replication") && msg.contains(&empty.path().display().to_string()), "{msg}");
+}
+
+/// A sink that only builds the circuits.
+struct Nothing;
+impl CircuitSink for Nothing {
+    type Out = ();
+    fn take<C: bellperson::Circuit<Scalar> + Send + 'static>(self, _: Partitions<C>) {}
+}
