@@ -72,12 +72,20 @@ impl JobSpec {
 /// an optional check of its public inputs against `expected`.
 fn synth_fn<C: Circuit<Scalar> + Send + 'static>(i: usize, c: C, expected: Option<Vec<Scalar>>) -> SynthFn {
     Box::new(move |hint| {
-        let asg = synthesize(c, hint).map_err(|source| EngineError::Synthesis { circuit: i, source })?;
+        // A gadget that panics on a witness it did not expect fails this partition, not the pool.
+        let asg = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| synthesize(c, hint)))
+            .map_err(|p| EngineError::Other(format!("partition {i}: synthesis panicked: {}", panic_text(&p))))?
+            .map_err(|source| EngineError::Synthesis { circuit: i, source })?;
         if let Some(e) = expected {
             check_public_inputs(i, asg.public_inputs(), &e)?;
         }
         Ok(asg)
     })
+}
+
+/// The message of a caught panic.
+pub fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_else(|| "(no message)".into())
 }
 
 /// Synthesized public inputs against the expected ones: the first difference is named.

@@ -16,6 +16,8 @@ pub mod cuda_pin;
 pub mod devices;
 pub mod dispatcher;
 pub mod engine;
+#[cfg(feature = "filecoin")]
+pub mod filecoin;
 pub mod job;
 pub mod pinner;
 pub mod settings;

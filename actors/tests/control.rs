@@ -74,7 +74,7 @@ fn daemon_serves_control_requests_and_survives_bad_ones() {
         panic!("submit")
     };
     match call(&socket, &Request::Wait { job }).unwrap() {
-        Response::Done { proof_bytes, .. } => assert_eq!(proof_bytes, 384),
+        Response::Proof { proof, partitions, .. } => assert_eq!((proof.len(), partitions), (384, 2)),
         other => panic!("wait: {other:?}"),
     }
     error_mentions(call(&socket, &Request::ProveExample { circuit: "nope".into(), size: 1, partitions: 1 }).unwrap(), "unknown circuit");

@@ -119,3 +119,53 @@ pub(crate) fn decode_bincode<T: serde::de::DeserializeOwned>(bytes: &[u8], what:
         .deserialize(bytes)
         .map_err(|e| FilecoinError::malformed(format!("{what} (bincode, {} bytes)", bytes.len()), e))
 }
+
+/// The prover id of miner actor `f0<id>`: its ID address payload (the id as an unsigned LEB128
+/// varint), zero-padded to 32 bytes, as Lotus and Curio derive it.
+pub fn prover_id_of_miner(id: u64) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    let (mut v, mut i) = (id, 0);
+    loop {
+        let byte = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out[i] = byte;
+            return out;
+        }
+        out[i] = byte | 0x80;
+        i += 1;
+    }
+}
+
+/// 32 bytes from 64 hex digits (a commitment, randomness or prover id), naming `what` on error.
+pub fn hex32(what: &str, s: &str) -> Result<[u8; 32], FilecoinError> {
+    let s = s.trim().trim_start_matches("0x");
+    if s.len() != 64 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(FilecoinError::malformed(what, format!("`{s}` is not 64 hex digits")));
+    }
+    let mut out = [0u8; 32];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).map_err(|e| FilecoinError::malformed(what, e))?;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prover_ids_are_leb128_id_payloads() {
+        assert_eq!(prover_id_of_miner(0)[..2], [0, 0]);
+        assert_eq!(prover_id_of_miner(1000)[..3], [0xe8, 0x07, 0]);
+        assert_eq!(prover_id_of_miner(127)[..2], [0x7f, 0]);
+        assert_eq!(prover_id_of_miner(128)[..3], [0x80, 0x01, 0]);
+    }
+
+    #[test]
+    fn hex_is_checked() {
+        assert_eq!(hex32("x", &"01".repeat(32)).unwrap(), [1u8; 32]);
+        assert!(hex32("comm_r", "abc").unwrap_err().to_string().contains("malformed comm_r"));
+        assert!(hex32("x", &"zz".repeat(32)).is_err());
+    }
+}

@@ -1,12 +1,14 @@
 //! Wire format: `u32 BE length | u16 BE version | bincode(payload)`, the length counting the
-//! version and the payload, at most [`MAX_FRAME`] bytes.
+//! version and the payload, at most [`MAX_FRAME`] bytes (128 MiB: a 32 GiB PoRep C1 output is
+//! ~51 MB, a 64 GiB one somewhat more). A longer frame is refused from its length alone, and a
+//! frame's buffer grows only as its bytes arrive.
 
 use std::io::{Read, Write};
 
 use serde::{Deserialize, Serialize};
 
-pub const VERSION: u16 = 1;
-pub const MAX_FRAME: u32 = 1 << 20;
+pub const VERSION: u16 = 2;
+pub const MAX_FRAME: u32 = 128 << 20;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Request {
@@ -30,6 +32,9 @@ pub enum Request {
     Drain,
     /// Stops at once.
     Shutdown,
+    /// Proves a Filecoin proof (PoRep C2, SnapDeals, WindowPoSt, WinningPoSt) from its inputs.
+    #[cfg(feature = "filecoin")]
+    Prove(cuzk_filecoin::ProofRequest),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,7 +42,9 @@ pub enum Response {
     Ok(String),
     Json(String),
     Submitted { job: u64 },
-    Done { job: u64, proof_bytes: u64, wall_ms: u64 },
+    /// A finished job: its proof bytes (192 per partition, in order, each self-verified) and
+    /// where its time went.
+    Proof { job: u64, proof: Vec<u8>, partitions: u32, wall_ms: u64, queue_ms: u64, prove_ms: u64 },
     Error(String),
 }
 
@@ -51,6 +58,8 @@ pub enum FrameError {
     TooShort(u32),
     #[error("protocol version {0}; this side speaks {VERSION}")]
     Version(u16),
+    #[error("frame cut short: {got} of its {expected} bytes arrived")]
+    Truncated { expected: u32, got: u32 },
     #[error("undecodable payload: {0}")]
     Decode(String),
 }
@@ -89,8 +98,12 @@ pub fn read<T: for<'de> Deserialize<'de>>(r: &mut impl Read) -> Result<Option<T>
     if len < 2 {
         return Err(FrameError::TooShort(len));
     }
-    let mut body = vec![0u8; len as usize];
-    r.read_exact(&mut body)?;
+    // Grown as the bytes arrive: a length alone reserves nothing.
+    let mut body = Vec::with_capacity((len as usize).min(1 << 20));
+    r.take(len as u64).read_to_end(&mut body)?;
+    if body.len() != len as usize {
+        return Err(FrameError::Truncated { expected: len, got: body.len() as u32 });
+    }
     let version = u16::from_be_bytes([body[0], body[1]]);
     if version != VERSION {
         return Err(FrameError::Version(version));

@@ -19,9 +19,19 @@ use crate::engine::Engine;
 use crate::job::{JobHandle, JobSpec};
 use crate::timeline::StageTotals;
 
+/// What the server needs besides the engine.
+#[derive(Clone, Default)]
+pub struct ServerOptions {
+    /// Where parameters for example circuits (`ProveExample`) are kept.
+    pub example_params_dir: PathBuf,
+    /// Where Filecoin parameters are, and how Filecoin jobs are scheduled.
+    #[cfg(feature = "filecoin")]
+    pub filecoin: crate::filecoin::FilecoinConfig,
+}
+
 struct Shared {
     engine: Arc<Engine>,
-    params_dir: PathBuf,
+    opts: ServerOptions,
     jobs: Mutex<HashMap<u64, JobHandle>>,
     draining: AtomicBool,
     stop: AtomicBool,
@@ -47,7 +57,7 @@ fn peer_uid(s: &UnixStream) -> Result<u32, String> {
 
 impl ControlServer {
     /// Binds `path` (replacing a stale socket file), mode 0600, and starts serving.
-    pub fn start(engine: Arc<Engine>, path: &Path, params_dir: PathBuf) -> Result<ControlServer, String> {
+    pub fn start(engine: Arc<Engine>, path: &Path, opts: ServerOptions) -> Result<ControlServer, String> {
         if path.exists() {
             if UnixStream::connect(path).is_ok() {
                 return Err(format!("{}: another daemon is listening there", path.display()));
@@ -58,7 +68,7 @@ impl ControlServer {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| format!("chmod 0600 {}: {e}", path.display()))?;
         let shared = Arc::new(Shared {
             engine,
-            params_dir,
+            opts,
             jobs: Mutex::new(HashMap::new()),
             draining: AtomicBool::new(false),
             stop: AtomicBool::new(false),
@@ -189,7 +199,14 @@ fn handle(sh: &Arc<Shared>, req: Request) -> Response {
             match handle {
                 None => Response::Error(format!("job {job} was not submitted through this daemon, or was already waited for")),
                 Some(h) => match h.wait() {
-                    Ok(out) => Response::Done { job, proof_bytes: out.to_bytes().len() as u64, wall_ms: out.wall.as_millis() as u64 },
+                    Ok(out) => Response::Proof {
+                        job,
+                        proof: out.to_bytes(),
+                        partitions: out.proofs.len() as u32,
+                        wall_ms: out.wall.as_millis() as u64,
+                        queue_ms: out.queue.as_millis() as u64,
+                        prove_ms: out.prove.as_millis() as u64,
+                    },
                     Err(x) => Response::Error(x.to_string()),
                 },
             }
@@ -203,6 +220,28 @@ fn handle(sh: &Arc<Shared>, req: Request) -> Response {
             Response::Ok(format!("drained: {n} job(s) finished ({failed} failed); stopping"))
         }
         Request::Shutdown => Response::Ok("stopping".into()),
+        #[cfg(feature = "filecoin")]
+        Request::Prove(req) => prove_filecoin(sh, req),
+    }
+}
+
+/// Submits a Filecoin proof; its errors (malformed input, missing parameters, a circuit that
+/// cannot be built) are this request's answer, and the daemon goes on.
+#[cfg(feature = "filecoin")]
+fn prove_filecoin(sh: &Arc<Shared>, req: cuzk_filecoin::ProofRequest) -> Response {
+    if sh.draining.load(Ordering::Acquire) {
+        return Response::Error("draining: no new work is accepted".into());
+    }
+    let kind = req.kind();
+    match sh.engine.submit_filecoin(req, &sh.opts.filecoin) {
+        Ok(j) => {
+            let job = j.handle.id;
+            if let Ok(mut jobs) = sh.jobs.lock() {
+                jobs.insert(job, j.handle);
+            }
+            Response::Submitted { job }
+        }
+        Err(x) => Response::Error(format!("{kind} request: {x}")),
     }
 }
 
@@ -216,7 +255,7 @@ fn prove_example(sh: &Arc<Shared>, circuit: &str, size: usize, partitions: usize
     let Some(blank) = Example::new(circuit, size, 0) else {
         return Response::Error(format!("unknown circuit `{circuit}`; choose one of {}", Example::NAMES.join(", ")));
     };
-    let path = Example::params_path(&sh.params_dir, circuit, size);
+    let path = Example::params_path(&sh.opts.example_params_dir, circuit, size);
     if let Err(x) = ensure_params(&path, blank, Example::SETUP_SEED) {
         return Response::Error(format!("parameters for {circuit} {size}: {x}"));
     }

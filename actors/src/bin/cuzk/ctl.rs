@@ -41,21 +41,50 @@ enum Cmd {
         #[arg(long)]
         no_wait: bool,
     },
-    Wait { job: u64 },
+    Wait {
+        job: u64,
+        /// Write the proof bytes here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Prove a Filecoin proof from its inputs (submit, then wait unless --no-wait).
+    ProveFilecoin {
+        /// Write the proof bytes here.
+        #[arg(long, global = true)]
+        out: Option<PathBuf>,
+        #[command(subcommand)]
+        kind: crate::filecoin_args::Kind,
+    },
     /// Finish the jobs in flight, then stop.
     Drain,
     /// Stop now.
     Shutdown,
 }
 
-fn print(r: Response) -> Result<()> {
+fn print(r: Response, out: Option<&PathBuf>) -> Result<()> {
     match r {
         Response::Ok(s) | Response::Json(s) => println!("{s}"),
         Response::Submitted { job } => println!("submitted job {job}"),
-        Response::Done { job, proof_bytes, wall_ms } => println!("job {job} done: {proof_bytes} proof bytes, {wall_ms} ms"),
+        Response::Proof { job, proof, partitions, wall_ms, queue_ms, prove_ms } => {
+            if let Some(path) = out {
+                std::fs::write(path, &proof).map_err(|e| format!("{}: {e}", path.display()))?;
+            }
+            println!("job {job} done: {} proof bytes, {partitions} partition(s), wall {wall_ms} ms (queue {queue_ms}, prove {prove_ms})", proof.len());
+        }
         Response::Error(e) => return Err(e.into()),
     }
     Ok(())
+}
+
+/// Submits `req` and, unless `no_wait`, waits for the proof.
+fn submit_and_wait(socket: &std::path::Path, req: Request, no_wait: bool, out: Option<&PathBuf>) -> Result<()> {
+    let r = call(socket, &req)?;
+    let Response::Submitted { job } = r else { return print(r, out) };
+    println!("submitted job {job}");
+    if no_wait {
+        return Ok(());
+    }
+    print(call(socket, &Request::Wait { job })?, out)
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -68,19 +97,14 @@ pub fn run(a: Args) -> Result<()> {
         Cmd::Evict { path } => Request::Evict { path },
         Cmd::Pause => Request::Pause,
         Cmd::Resume => Request::Resume,
-        Cmd::Wait { job } => Request::Wait { job },
+        Cmd::Wait { job, out } => return print(call(&socket, &Request::Wait { job })?, out.as_ref()),
+        Cmd::ProveFilecoin { out, kind } => return submit_and_wait(&socket, Request::Prove(kind.request()?), false, out.as_ref()),
         Cmd::Drain => Request::Drain,
         Cmd::Shutdown => Request::Shutdown,
         Cmd::Prove { circuit, size, partitions, no_wait } => {
             let size = size.unwrap_or_else(|| cuzk_engine::circuits::Example::default_size(&circuit));
-            let r = call(&socket, &Request::ProveExample { circuit, size, partitions })?;
-            let Response::Submitted { job } = r else { return print(r) };
-            println!("submitted job {job}");
-            if no_wait {
-                return Ok(());
-            }
-            Request::Wait { job }
+            return submit_and_wait(&socket, Request::ProveExample { circuit, size, partitions }, no_wait, None);
         }
     };
-    print(call(&socket, &req)?)
+    print(call(&socket, &req)?, None)
 }

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use cuzk_actors::control::server::ControlServer;
+use cuzk_actors::control::server::{ControlServer, ServerOptions};
 use cuzk_actors::settings::Settings;
 use cuzk_actors::Engine;
 
@@ -20,6 +20,10 @@ pub struct Args {
     /// Where parameters for example circuits (`ctl prove`) are kept.
     #[arg(long)]
     params_dir: Option<PathBuf>,
+    /// Filecoin parameter directory (default $FIL_PROOFS_PARAMETER_CACHE, else
+    /// /var/tmp/filecoin-proof-parameters).
+    #[arg(long)]
+    filecoin_params_dir: Option<PathBuf>,
 }
 
 pub fn default_socket() -> PathBuf {
@@ -37,7 +41,11 @@ pub fn run(a: Args) -> Result<()> {
     eprintln!("cuzk daemon: {devices}");
     let engine = Arc::new(engine);
     let socket = a.socket.unwrap_or_else(default_socket);
-    let server = ControlServer::start(engine.clone(), &socket, a.params_dir.unwrap_or_else(crate::default_params_dir))?;
+    let opts = ServerOptions {
+        example_params_dir: a.params_dir.unwrap_or_else(crate::default_params_dir),
+        filecoin: cuzk_actors::filecoin::FilecoinConfig { params_dir: a.filecoin_params_dir, ..Default::default() },
+    };
+    let server = ControlServer::start(engine.clone(), &socket, opts)?;
     eprintln!("cuzk daemon: listening on {}", socket.display());
     server.wait();
     engine.shutdown();

@@ -3,11 +3,15 @@
 mod bench_batch;
 mod bench_cpu;
 mod bench_kernels;
+mod bench_porep;
 mod common;
 mod ctl;
 mod daemon;
+mod filecoin_args;
+mod filecoin_cmd;
 mod kernels_cmd;
 mod prove;
+mod prove_filecoin;
 mod srs_cmd;
 
 use std::path::PathBuf;
@@ -40,6 +44,9 @@ enum Cmd {
     /// CUDA kernels: build the kernel cache ahead of time (NVRTC only, no GPU needed).
     #[command(subcommand)]
     Kernels(kernels_cmd::Cmd),
+    /// Filecoin parameters (dev setup, layouts) and sample inputs sealed on the CPU.
+    #[command(subcommand)]
+    Filecoin(filecoin_cmd::Cmd),
 }
 
 #[derive(Subcommand)]
@@ -50,6 +57,9 @@ enum BenchCmd {
     Batch(bench_batch::Args),
     /// The CUDA kernels alone on one GPU; last line `msm_g1_2p26_ms=… ntt_2p27_ms=…`.
     Kernels(bench_kernels::Args),
+    /// PoRep C2 proofs of a real C1 output: one alone, then a stream; last line
+    /// `porep_ms_per_proof=… porep_latency_ms=… sector=…`.
+    Porep(bench_porep::Args),
 }
 
 /// Where parameters for example circuits are kept: `$CUZK_PARAMS_DIR`, else
@@ -73,9 +83,11 @@ fn main() -> ExitCode {
         Cmd::Daemon(a) => daemon::run(a),
         Cmd::Ctl(a) => ctl::run(a),
         Cmd::Kernels(c) => kernels_cmd::run(c),
+        Cmd::Filecoin(c) => filecoin_cmd::run(c),
         Cmd::Bench(BenchCmd::Cpu(a)) => bench_cpu::run(a),
         Cmd::Bench(BenchCmd::Batch(a)) => bench_batch::run(a),
         Cmd::Bench(BenchCmd::Kernels(a)) => bench_kernels::run(a),
+        Cmd::Bench(BenchCmd::Porep(a)) => bench_porep::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

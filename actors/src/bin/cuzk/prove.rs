@@ -1,4 +1,5 @@
-//! `cuzk prove`: an example circuit proved end to end.
+//! `cuzk prove`: an example circuit proved end to end, or a Filecoin proof from its inputs
+//! (`cuzk prove porep|snap|window-post|winning-post …`) through the engine.
 
 use std::path::PathBuf;
 
@@ -11,7 +12,11 @@ use cuzk_srs::OpenOptions;
 use crate::common::{example, example_params, Result};
 
 #[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct Args {
+    /// A Filecoin proof from its inputs instead of an example circuit.
+    #[command(subcommand)]
+    kind: Option<crate::filecoin_args::Kind>,
     /// Example circuit: mulchain, many-inputs, bits, no-aux, c-only, sha256.
     #[arg(long, default_value = "sha256")]
     circuit: String,
@@ -28,17 +33,38 @@ pub struct Args {
     #[arg(long)]
     subgroup_check: bool,
     /// Write the proof bytes (192 per partition) here.
-    #[arg(long)]
+    #[arg(long, global = true)]
     out: Option<PathBuf>,
     /// auto (CUDA if usable, else CPU), cpu or cuda.
-    #[arg(long, default_value = "auto")]
+    #[arg(long, global = true, default_value = "auto")]
     backend: BackendChoice,
+    /// Filecoin: the parameter directory (default $FIL_PROOFS_PARAMETER_CACHE, else
+    /// /var/tmp/filecoin-proof-parameters).
+    #[arg(long, global = true)]
+    filecoin_params_dir: Option<PathBuf>,
+    /// Filecoin: a config file for the engine (see config/cuzk.toml).
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+    /// Filecoin: skip filecoin-proofs' own verifier after cuzk's self-verification (it needs
+    /// the `.vk` file, and for PoRep the prover id and sector number).
+    #[arg(long, global = true)]
+    no_filecoin_verify: bool,
     /// Where the SRS bases live on a GPU: auto, device (resident) or host (uploaded per call).
     #[arg(long, default_value = "auto")]
     srs_residency: Residency,
 }
 
 pub fn run(a: Args) -> Result<()> {
+    if let Some(kind) = &a.kind {
+        let opts = crate::prove_filecoin::Opts {
+            out: a.out.clone(),
+            backend: a.backend,
+            params_dir: a.filecoin_params_dir.clone(),
+            config: a.config.clone(),
+            filecoin_verify: !a.no_filecoin_verify,
+        };
+        return crate::prove_filecoin::run(kind, &opts);
+    }
     let dir = a.params_dir.unwrap_or_else(crate::default_params_dir);
     let (_, size) = example(&a.circuit, a.size, 0)?;
     let srs = example_params(&dir, &a.circuit, size, &OpenOptions { subgroup_check: a.subgroup_check, ..Default::default() })?;

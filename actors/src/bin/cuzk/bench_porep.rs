@@ -1,0 +1,128 @@
+//! `cuzk bench porep --c1 FILE -c COUNT -j CONCURRENCY`: PoRep C2 proofs of one real C1 output
+//! through the engine. First one proof alone (its latency and stage split), then COUNT proofs
+//! with CONCURRENCY in flight; a line per proof, then s/proof, GPU busy and stage totals. The
+//! last line: `porep_ms_per_proof=<stream> porep_latency_ms=<one alone> sector=<size>`.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use cuzk_actors::filecoin::FilecoinConfig;
+use cuzk_actors::settings::{BackendChoice, Settings};
+use cuzk_actors::timeline::{busy_fraction, svg, StageTotals, KERNEL_STAGES};
+use cuzk_actors::Engine;
+use cuzk_filecoin::{params, verify, ProofRequest};
+
+use crate::common::Result;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The C1 output (`SealCommitPhase1Output` JSON).
+    #[arg(long)]
+    c1: PathBuf,
+    /// Proofs in the stream.
+    #[arg(short = 'c', long, default_value_t = 32)]
+    count: usize,
+    /// Proofs in flight at once.
+    #[arg(short = 'j', long, default_value_t = 32)]
+    concurrency: usize,
+    #[arg(long)]
+    params_dir: Option<PathBuf>,
+    #[arg(long)]
+    backend: Option<BackendChoice>,
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Also check every proof with filecoin-proofs' verify_seal (needs the prover id and the
+    /// sector number the C1 output was sealed with).
+    #[arg(long)]
+    prover_id: Option<String>,
+    #[arg(long)]
+    sector_id: Option<u64>,
+    /// Write the stream's timeline here as JSON and SVG.
+    #[arg(long)]
+    timeline_dir: Option<PathBuf>,
+}
+
+pub fn run(a: Args) -> Result<()> {
+    let dir = params::dir(a.params_dir.as_deref());
+    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
+    let prover_id = a.prover_id.as_deref().map(|h| cuzk_filecoin::request::hex32("prover id", h)).transpose()?;
+    let req = ProofRequest::PoRep { c1_json: std::fs::read(&a.c1).map_err(|e| format!("{}: {e}", a.c1.display()))?, prover_id, sector_id: a.sector_id };
+    let parsed = req.parse()?;
+    let registered = parsed.registered();
+    let sector = match registered.sector_size() {
+        s if s >= 1 << 30 => format!("{}GiB", s >> 30),
+        s if s >= 1 << 20 => format!("{}MiB", s >> 20),
+        s => format!("{}KiB", s >> 10),
+    };
+    let check = prover_id.is_some() && a.sector_id.is_some();
+    let mut settings = Settings::load(a.config.as_deref())?;
+    if let Some(b) = a.backend {
+        settings.engine.backend = b;
+    }
+    let (engine, devices) = Engine::from_settings(&settings, None)?;
+    let cfg = FilecoinConfig { params_dir: Some(dir), ..Default::default() };
+    println!("# {registered} sector={sector} backend={devices} count={} concurrency={}", a.count, a.concurrency);
+
+    let verified = |bytes: &[u8]| -> Result<&'static str> {
+        if !check {
+            return Ok("self");
+        }
+        if verify::verify(&parsed, bytes)? {
+            Ok("verify_seal")
+        } else {
+            Err("verify_seal rejected a proof".into())
+        }
+    };
+
+    // One proof alone: its latency (the first run also loads the parameters, so it is warmed
+    // once and then timed).
+    let mut latency_ms = f64::MAX;
+    for round in 0..2 {
+        let start = Instant::now();
+        let out = engine.submit_parsed(parsed.clone(), &cfg)?.handle.wait()?;
+        let ms = start.elapsed().as_secs_f64() * 1e3;
+        let v = verified(&out.to_bytes())?;
+        println!("alone {} wall={ms:.1}ms queue={}ms prove={}ms verified={v}", if round == 0 { "(warm-up)" } else { "" }, out.queue.as_millis(), out.prove.as_millis());
+        if round == 1 {
+            latency_ms = ms;
+        }
+    }
+    let alone_spans = engine.timeline().spans();
+    println!("alone stages: {}", StageTotals::of(&alone_spans).line());
+
+    let first_span = alone_spans.len();
+    let start = Instant::now();
+    let mut in_flight = VecDeque::new();
+    let (mut submitted, mut finished) = (0usize, 0usize);
+    while finished < a.count {
+        while submitted < a.count && in_flight.len() < a.concurrency.max(1) {
+            in_flight.push_back(engine.submit_parsed(parsed.clone(), &cfg)?.handle);
+            submitted += 1;
+        }
+        let Some(h) = in_flight.pop_front() else { break };
+        let out = h.wait()?;
+        finished += 1;
+        let v = verified(&out.to_bytes())?;
+        println!("proof {finished:>3} job={} wall={:.3}s prove={:.3}s queue={:.3}s verified={v}", out.id, out.wall.as_secs_f64(), out.prove.as_secs_f64(), out.queue.as_secs_f64());
+    }
+    let wall = start.elapsed().as_secs_f64();
+    let spans: Vec<_> = engine.timeline().spans().into_iter().skip(first_span).collect();
+    let kernels: Vec<_> = spans.iter().filter(|s| s.gpu == Some(0) && KERNEL_STAGES.contains(&s.stage)).collect();
+    let window: Vec<_> = if kernels.is_empty() { spans.iter().filter(|s| s.stage == "compute").collect() } else { kernels };
+    let from = window.iter().map(|s| s.start_us).min().unwrap_or(0);
+    let to = window.iter().map(|s| s.end_us).max().unwrap_or(0);
+    let busy = busy_fraction(&spans, 0, from, to);
+    let ms_per_proof = wall * 1e3 / a.count.max(1) as f64;
+    println!("{}", StageTotals::of(&spans).line());
+    println!("summary: {ms_per_proof:.1} ms/proof over {} proofs, wall {wall:.2} s, gpu busy {:.1}% (first to last kernel)", a.count, busy * 100.0);
+    if let Some(d) = &a.timeline_dir {
+        std::fs::create_dir_all(d)?;
+        std::fs::write(d.join("porep.json"), serde_json::to_vec_pretty(&spans)?)?;
+        let title = format!("cuzk bench porep: {registered}, {devices}, {} proofs, {} in flight, {ms_per_proof:.1} ms/proof", a.count, a.concurrency);
+        std::fs::write(d.join("porep.svg"), svg(&spans, &title))?;
+    }
+    engine.shutdown();
+    println!("porep_ms_per_proof={ms_per_proof:.1} porep_latency_ms={latency_ms:.1} sector={sector}");
+    Ok(())
+}

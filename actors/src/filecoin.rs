@@ -1,0 +1,91 @@
+//! Filecoin proof kinds as engine jobs: a [`ProofRequest`] (the bytes a node's sealing or PoSt
+//! pipeline produced) becomes a [`JobSpec`] over the partition circuits filecoin-proofs builds,
+//! against the standard parameter file, with its partitions' public inputs checked against
+//! filecoin-proofs' `generate_public_inputs`, and a priority by kind.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use bellperson::Circuit;
+use blstrs::Scalar;
+use cuzk_filecoin::request::Parsed;
+use cuzk_filecoin::{params, CircuitSink, FilecoinError, Partitions, ProofKind, ProofRequest, Registered};
+use cuzk_srs::Srs;
+
+use crate::engine::Engine;
+use crate::job::{JobHandle, JobSpec, Priority};
+
+/// How Filecoin jobs are scheduled and where their parameters are.
+#[derive(Debug, Clone)]
+pub struct FilecoinConfig {
+    /// The parameter directory (`None`: `$FIL_PROOFS_PARAMETER_CACHE`, else
+    /// `/var/tmp/filecoin-proof-parameters`).
+    pub params_dir: Option<PathBuf>,
+    /// The scheduling class of each kind.
+    pub priority: fn(ProofKind) -> Priority,
+}
+
+impl Default for FilecoinConfig {
+    fn default() -> Self {
+        FilecoinConfig { params_dir: None, priority: default_priority }
+    }
+}
+
+/// WinningPoSt above WindowPoSt above PoRep and SnapDeals.
+pub fn default_priority(kind: ProofKind) -> Priority {
+    match kind.default_rank() {
+        2 => Priority::High,
+        1 => Priority::Normal,
+        _ => Priority::Low,
+    }
+}
+
+/// A submitted Filecoin job: the engine's handle and what it proves.
+pub struct FilecoinJob {
+    pub handle: JobHandle,
+    pub registered: Registered,
+    pub params: PathBuf,
+    pub partitions: usize,
+}
+
+/// Builds the job of `parsed` against the already loaded `srs`.
+pub fn job_spec(parsed: Parsed, srs: Arc<Srs>, priority: Priority) -> Result<JobSpec, FilecoinError> {
+    parsed.build(ToJob { srs })?.map(|spec| spec.priority(priority))
+}
+
+struct ToJob {
+    srs: Arc<Srs>,
+}
+
+impl CircuitSink for ToJob {
+    type Out = Result<JobSpec, FilecoinError>;
+    fn take<C: Circuit<Scalar> + Send + 'static>(self, parts: Partitions<C>) -> Self::Out {
+        JobSpec::with_expected_inputs(self.srs, parts.circuits, parts.public_inputs).map_err(|e| FilecoinError::Invalid { what: "job".into(), detail: e })
+    }
+}
+
+impl Engine {
+    /// Parses `req`, finds and loads its parameter file (a missing one is an error naming the
+    /// file and directory), builds the partition circuits and submits them.
+    pub fn submit_filecoin(&self, req: ProofRequest, cfg: &FilecoinConfig) -> Result<FilecoinJob, String> {
+        let parsed = req.parse().map_err(|e| e.to_string())?;
+        self.submit_parsed(parsed, cfg)
+    }
+
+    /// As [`Engine::submit_filecoin`], for a request already parsed.
+    pub fn submit_parsed(&self, parsed: Parsed, cfg: &FilecoinConfig) -> Result<FilecoinJob, String> {
+        let registered = parsed.registered();
+        let dir = params::dir(cfg.params_dir.as_deref());
+        let path = params::locate(registered, &dir).map_err(|e| e.to_string())?;
+        let srs = self.load_srs(&path)?;
+        let spec = job_spec(parsed, srs, (cfg.priority)(registered.kind())).map_err(|e| e.to_string())?;
+        let partitions = spec.partitions.len();
+        let handle = self.submit(spec)?;
+        Ok(FilecoinJob { handle, registered, params: path, partitions })
+    }
+}
+
+/// The parameter directory a config names.
+pub fn params_dir(cfg: &FilecoinConfig) -> PathBuf {
+    params::dir(cfg.params_dir.as_deref())
+}
