@@ -5,8 +5,8 @@
 //! It follows `synth::Assignment` exactly: a zero coefficient is dropped and sets no density, a
 //! variable that bellpepper merged within one linear combination is one entry, and `extend`
 //! appends another recorder's variables and rows as `Assignment::extend` appends its values
-//! (the other's input 0 is its own `one`, the first of its inputs is dropped, and so is bit 0 of
-//! its B input density).
+//! (the other's input 0 is its own `one`: the first of its inputs is dropped, and bit 0 of its B
+//! input density is merged into ours, as bellperson does).
 
 use std::collections::HashMap;
 
@@ -292,6 +292,11 @@ impl ConstraintSystem<Scalar> for Recorder {
             }
         }
         self.dens[0].extend_from(&other.dens[0], false);
+        // bellperson's DensityTracker::extend coalesces the other's `one` into ours: a use of
+        // its `one` in B marks our input 0 (FallbackPoSt's per-sector systems rely on this).
+        if other.dens[1].len() > 0 && other.dens[1].get(0) && self.dens[1].len() > 0 {
+            self.dens[1].set(0);
+        }
         self.dens[1].extend_from(&other.dens[1], true);
         self.dens[2].extend_from(&other.dens[2], false);
         self.inputs.extend_from_slice(other.inputs.get(1..).unwrap_or(&[]));
