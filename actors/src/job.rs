@@ -8,7 +8,8 @@ use bellperson::groth16::Proof;
 use bellperson::Circuit;
 use blstrs::{Bls12, Scalar};
 use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
-use cuzk_engine::synth::{synthesize, Shape};
+use cuzk_engine::recorded::synthesize_default;
+use cuzk_engine::synth::Shape;
 use cuzk_engine::{Assignment, EngineError};
 use cuzk_srs::Srs;
 use serde::Serialize;
@@ -44,7 +45,7 @@ pub struct JobSpec {
 impl JobSpec {
     /// A job proving `circuits` (the partitions of one proof) against `srs`.
     pub fn new<C: Circuit<Scalar> + Send + 'static>(srs: Arc<Srs>, circuits: Vec<C>) -> Self {
-        let partitions = circuits.into_iter().enumerate().map(|(i, c)| synth_fn(i, c, None)).collect();
+        let partitions = circuits.into_iter().enumerate().map(|(i, c)| synth_fn(&srs, i, c, None)).collect();
         JobSpec { srs, partitions, priority: Priority::Normal, randomness: Randomness::Random }
     }
 
@@ -55,7 +56,7 @@ impl JobSpec {
         if expected.len() != circuits.len() {
             return Err(format!("{} circuits but {} public-input vectors", circuits.len(), expected.len()));
         }
-        let partitions = circuits.into_iter().zip(expected).enumerate().map(|(i, (c, e))| synth_fn(i, c, Some(e))).collect();
+        let partitions = circuits.into_iter().zip(expected).enumerate().map(|(i, (c, e))| synth_fn(&srs, i, c, Some(e))).collect();
         Ok(JobSpec { srs, partitions, priority: Priority::Normal, randomness: Randomness::Random })
     }
     pub fn priority(mut self, p: Priority) -> Self {
@@ -70,12 +71,13 @@ impl JobSpec {
 
 /// Partition `i`'s synthesis (the one place the pipeline turns a circuit into an assignment), with
 /// an optional check of its public inputs against `expected`.
-fn synth_fn<C: Circuit<Scalar> + Send + 'static>(i: usize, c: C, expected: Option<Vec<Scalar>>) -> SynthFn {
+fn synth_fn<C: Circuit<Scalar> + Send + 'static>(srs: &Arc<Srs>, i: usize, c: C, expected: Option<Vec<Scalar>>) -> SynthFn {
+    // The recorded path unless `RecordingCache::global()`'s options turn it off.
+    let srs = srs.clone();
     Box::new(move |hint| {
         // A gadget that panics on a witness it did not expect fails this partition, not the pool.
-        let asg = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| synthesize(c, hint)))
-            .map_err(|p| EngineError::Other(format!("partition {i}: synthesis panicked: {}", panic_text(&p))))?
-            .map_err(|source| EngineError::Synthesis { circuit: i, source })?;
+        let asg = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| synthesize_default(&srs, c, i, hint)))
+            .map_err(|p| EngineError::Other(format!("partition {i}: synthesis panicked: {}", panic_text(&p))))??;
         if let Some(e) = expected {
             check_public_inputs(i, asg.public_inputs(), &e)?;
         }

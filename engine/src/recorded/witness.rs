@@ -52,17 +52,17 @@ impl<'r> WitnessCs<'r> {
         let c = rec.counts();
         let mismatch = |what: String| EngineError::RecordingMismatch { circuit, what };
         // A recording is kept only when it fits its parameters, so other inputs, aux or domain
-        // are the parameters' mismatch too, and are reported as `prepare` would.
+        // are the parameters' mismatch too, and are reported as `prepare` would (in its order).
         let unfit = |what: String| EngineError::ShapeMismatch { circuit, what };
         let rows = self.constraints + self.inputs.len();
+        if rows.next_power_of_two() != c.rows().next_power_of_two() {
+            return Err(unfit(format!("{rows} constraints (with one row per input) need a domain of {}; its recording has {}", rows.next_power_of_two(), c.rows())));
+        }
         if self.inputs.len() != c.inputs {
             return Err(unfit(format!("{} inputs (one included); its recording has {}", self.inputs.len(), c.inputs)));
         }
         if self.aux.len() != c.aux {
             return Err(unfit(format!("{} aux variables; its recording has {}", self.aux.len(), c.aux)));
-        }
-        if rows.next_power_of_two() != c.rows().next_power_of_two() {
-            return Err(unfit(format!("{rows} constraints (with one row per input) need a domain of {}; its recording has {}", rows.next_power_of_two(), c.rows())));
         }
         if self.constraints != c.circuit_rows {
             return Err(mismatch(format!("constraints: {} recorded, {} synthesized (a shape that depends on the witness?)", c.circuit_rows, self.constraints)));
