@@ -31,6 +31,12 @@ pub fn verify(parsed: &Parsed, proof: &[u8]) -> Result<bool, FilecoinError> {
     catch(&ctx, || {
         let r = match parsed {
             Parsed::PoRep(p) => {
+                if p.c1.registered_proof.feature_enabled(filecoin_proofs_api::ApiFeature::NonInteractivePoRep) {
+                    return Err(FilecoinError::invalid(
+                        "NI-PoRep verification",
+                        "filecoin-proofs verifies only the aggregate of NI-PoRep partition proofs (aggregation is not cuzk's); each partition was self-verified against generate_public_inputs",
+                    ));
+                }
                 let (Some(prover_id), Some(sector_id)) = (p.prover_id, p.sector_id) else {
                     return Err(FilecoinError::invalid("PoRep verification", "verify_seal needs the prover id and the sector number"));
                 };

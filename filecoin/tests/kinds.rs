@@ -121,6 +121,46 @@ fn porep_2kib_is_bellpersons_bytes_and_passes_verify_seal() {
 }
 
 #[test]
+fn porep_2kib_synthetic_and_non_interactive_variants() {
+    let dir = tempfile::tempdir().unwrap();
+    let srs = srs_for(Registered::Seal(SEAL));
+    // Synthetic PoRep: the C1 output comes from the synthetic challenges; verify_seal accepts.
+    let syn = sample::seal(RegisteredSealProof::StackedDrg2KiBV1_1_Feat_SyntheticPoRep, &dir.path().join("syn"), 4, 8, None).unwrap();
+    let req = parsed(syn.porep_request());
+    // The three 2 KiB variants share one parameter file.
+    assert_eq!(req.registered().params_file_name().unwrap(), Registered::Seal(SEAL).params_file_name().unwrap());
+    let bytes = prove(req.clone(), &srs, &CpuBackend::new(), Rs::Random).unwrap().to_bytes();
+    assert!(verify::verify(&req, &bytes).unwrap(), "verify_seal rejected a synthetic-PoRep proof");
+
+    // NI-PoRep: 13 partitions at 2 KiB (126 at 32 GiB); the first is proved here and
+    // self-verified against filecoin-proofs' inputs (all 13 on 2 cores would take minutes).
+    // Their aggregation, and so filecoin-proofs' verification, is out of scope: verify says so.
+    let ni = sample::seal(RegisteredSealProof::StackedDrg2KiBV1_2_Feat_NonInteractivePoRep, &dir.path().join("ni"), 5, 9, None).unwrap();
+    let req = parsed(ni.porep_request());
+    let proved = req.clone().build(FirstPartition { srs: &srs }).unwrap();
+    assert_eq!(proved, 13, "NI-PoRep partitions at 2 KiB");
+    assert!(verify::verify(&req, &[0u8; 192]).unwrap_err().to_string().contains("aggregate"));
+}
+
+/// Proves the first partition only, checking its public inputs against filecoin-proofs'; returns
+/// how many partitions there were.
+struct FirstPartition<'a> {
+    srs: &'a Srs,
+}
+
+impl CircuitSink for FirstPartition<'_> {
+    type Out = usize;
+    fn take<C: bellperson::Circuit<Scalar> + Send + 'static>(self, parts: Partitions<C>) -> usize {
+        let n = parts.circuits.len();
+        let first = parts.circuits.into_iter().next().unwrap();
+        let mut rng = rand::thread_rng();
+        let batch = cuzk_engine::Prover::new(self.srs, &CpuBackend::new()).prove_random(vec![first], &mut rng).unwrap();
+        cuzk_filecoin::prove::check_inputs(&batch.public_inputs, &parts.public_inputs[..1]).unwrap();
+        n
+    }
+}
+
+#[test]
 fn porep_refuses_a_vanilla_proof_of_another_sector() {
     let (a, b) = (&sectors().a, &sectors().b);
     let srs = srs_for(Registered::Seal(SEAL));
@@ -233,4 +273,15 @@ struct Nothing;
 impl CircuitSink for Nothing {
     type Out = ();
     fn take<C: bellperson::Circuit<Scalar> + Send + 'static>(self, _: Partitions<C>) {}
+}
+
+#[test]
+fn a_parameter_file_of_another_circuit_is_refused() {
+    // A WinningPoSt parameter file where the PoRep one should be: a shape error naming the
+    // parameters, no proof.
+    let a = &sectors().a;
+    let winning = parsed(sample::winning_post(a, a.prover_id, 2).unwrap()).registered();
+    let wrong = srs_for(winning);
+    let err = prove(parsed(a.porep_request()), &wrong, &CpuBackend::new(), Rs::Random).unwrap_err().to_string();
+    assert!(err.contains("parameters"), "{err}");
 }
