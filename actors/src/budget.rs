@@ -3,6 +3,10 @@
 
 use std::collections::HashMap;
 
+/// The capacity of a budget without a limit (the host budget at `host_budget_mib = 0`, the CPU
+/// backend's "device"); reported as 0 ("unlimited") in status and metrics.
+pub const UNLIMITED: u64 = u64::MAX / 4;
+
 /// An admitted reservation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ReservationId(pub u64);

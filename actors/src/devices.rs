@@ -21,15 +21,18 @@ pub struct Devices {
     /// Whether the GPUs keep the SRS resident (`PipelinedGpu`); the dispatcher then reserves
     /// each GPU's resident bases and one MSM's scratch (`EngineConfig::srs_resident`).
     pub srs_resident: bool,
+    /// One name per backend (the GPU's, or `cpu`).
+    pub names: Vec<String>,
 }
 
 fn cpu(why: Option<String>) -> Devices {
     let threads = rayon::current_num_threads();
     Devices {
         backends: vec![Arc::new(CpuBackend::new())],
-        free: vec![u64::MAX / 4],
+        free: vec![crate::budget::UNLIMITED],
         pin: Box::new(CountingPin::default()),
         srs_resident: false,
+        names: vec!["cpu".into()],
         description: match why {
             Some(w) => format!("cpu ({threads} threads; no CUDA: {w})"),
             None => format!("cpu ({threads} threads)"),
@@ -41,7 +44,7 @@ fn cpu(why: Option<String>) -> Devices {
 /// budget smaller, so it is reported and not fatal).
 fn trim(ctx: &cudarc::driver::CudaContext) {
     if let Err(e) = cuzk_engine::gpu::pool::trim(ctx, 0) {
-        eprintln!("cuzk: {e}; the VRAM budget is read without trimming the pool");
+        slog::warn!(crate::log::component("devices"), "{}; the VRAM budget is read without trimming the pool", e);
     }
 }
 
@@ -53,6 +56,7 @@ fn cuda(residency: Residency, resident: Option<u64>, reserve: u64) -> Result<Dev
     let mut backends: Vec<Arc<dyn Backend>> = Vec::new();
     let mut free = Vec::new();
     let mut names = Vec::new();
+    let mut gpu_names = Vec::new();
     let mut pin_ctx = None;
     // Decide residency from GPU 0's free memory (the GPUs of one host are alike).
     let free0 = {
@@ -82,13 +86,14 @@ fn cuda(residency: Residency, resident: Option<u64>, reserve: u64) -> Result<Dev
         let ctx = dev.ctx.clone();
         trim(&ctx);
         let (f, total) = ctx.mem_get_info().map_err(|e| format!("cuMemGetInfo on GPU {i}: {e:?}"))?;
+        gpu_names.push(dev.name.clone());
         names.push(format!("{} ({} of {} MiB free{})", dev.name, f >> 20, total >> 20, if staging { ", staged, resident SRS" } else { "" }));
         pin_ctx.get_or_insert(ctx);
         free.push(f as u64);
         backends.push(b);
     }
     let ctx = pin_ctx.ok_or("no CUDA GPU")?;
-    Ok(Devices { backends, free, pin: Box::new(CudaPin::new(ctx)), description: format!("cuda: {}", names.join(", ")), srs_resident: staging })
+    Ok(Devices { backends, free, pin: Box::new(CudaPin::new(ctx)), description: format!("cuda: {}", names.join(", ")), srs_resident: staging, names: gpu_names })
 }
 
 /// Opens the devices. On GPUs, `residency` picks `PipelinedGpu` (resident SRS, copy-stream

@@ -69,6 +69,8 @@ pub struct Dispatcher {
     uploading: Vec<bool>,
     /// Partitions dispatched to each GPU whose compute has not ended.
     staged: Vec<usize>,
+    /// Which they are (for status).
+    on_gpu: Vec<Vec<PartKey>>,
     /// With `srs_resident`: the SRS whose bases each GPU holds, and their reservation.
     resident: Vec<Option<(std::sync::Weak<cuzk_srs::Srs>, ReservationId, u64)>>,
     /// How many may be: one per worker, plus one being uploaded ahead. The rest wait here, in
@@ -99,6 +101,7 @@ impl Dispatcher {
             uploaders: Vec::new(),
             uploading: vec![false; cfg.vram_capacity.len()],
             staged: vec![0; cfg.vram_capacity.len()],
+            on_gpu: vec![Vec::new(); cfg.vram_capacity.len()],
             resident: vec![None; cfg.vram_capacity.len()],
             depth: cfg.workers_per_gpu + 1,
             vram: cfg.vram_capacity.iter().enumerate().map(|(i, c)| Budget::new(format!("vram{i}"), *c)).collect(),
@@ -286,6 +289,7 @@ impl Dispatcher {
             let ticket = Ticket { key: PartKey { job, partition }, srs: st.spec_srs.clone(), r, s, cancelled: st.cancelled.clone() };
             self.uploading[gpu] = true;
             self.staged[gpu] += 1;
+            self.on_gpu[gpu].push(ticket.key);
             if self.dispatch_log.len() == DISPATCH_LOG {
                 self.dispatch_log.pop_front();
             }
@@ -430,6 +434,7 @@ impl Handler<ComputeDone> for Dispatcher {
     type Result = ();
     fn handle(&mut self, msg: ComputeDone, ctx: &mut Context<Self>) {
         self.staged[msg.gpu] = self.staged[msg.gpu].saturating_sub(1);
+        self.on_gpu[msg.gpu].retain(|k| *k != msg.key);
         if let Some(f) = self.jobs.get_mut(&msg.key.job).and_then(|st| st.in_flight.get_mut(&msg.key.partition)) {
             if let Some((gpu, v)) = f.vram.take() {
                 self.vram[gpu].release(v);
@@ -533,7 +538,10 @@ impl Handler<SetPaused> for Dispatcher {
 #[derive(Debug, Clone, Serialize)]
 pub struct BudgetStatus {
     pub name: String,
+    /// Serialized as 0 when unlimited ([`UNLIMITED`](crate::budget::UNLIMITED)); `unlimited` says so.
+    #[serde(serialize_with = "capacity_or_zero")]
     pub capacity: u64,
+    pub unlimited: bool,
     pub reserved: u64,
     pub high_water: u64,
     pub reservations: usize,
@@ -541,8 +549,12 @@ pub struct BudgetStatus {
 
 impl From<&Budget> for BudgetStatus {
     fn from(b: &Budget) -> Self {
-        BudgetStatus { name: b.name().into(), capacity: b.capacity(), reserved: b.reserved(), high_water: b.high_water(), reservations: b.live() }
+        BudgetStatus { name: b.name().into(), capacity: b.capacity(), unlimited: b.capacity() >= crate::budget::UNLIMITED, reserved: b.reserved(), high_water: b.high_water(), reservations: b.live() }
     }
+}
+
+fn capacity_or_zero<S: serde::Serializer>(c: &u64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(if *c >= crate::budget::UNLIMITED { 0 } else { *c })
 }
 
 /// One live job.
@@ -569,6 +581,10 @@ pub struct Status {
     pub vram: Vec<BudgetStatus>,
     pub host: BudgetStatus,
     pub dispatch_order: Vec<(JobId, usize)>,
+    /// Per GPU: the partitions dispatched to it whose compute has not ended, in dispatch order.
+    pub on_gpu: Vec<Vec<(JobId, usize)>>,
+    /// Per GPU: the parameter file whose bases are resident there (`srs_resident` only).
+    pub resident: Vec<Option<std::path::PathBuf>>,
 }
 
 pub struct GetStatus(pub Sender<Status>);
@@ -604,6 +620,8 @@ impl Handler<GetStatus> for Dispatcher {
             vram: self.vram.iter().map(BudgetStatus::from).collect(),
             host: (&self.host).into(),
             dispatch_order: self.dispatch_log.iter().map(|k| (k.job, k.partition)).collect(),
+            on_gpu: self.on_gpu.iter().map(|v| v.iter().map(|k| (k.job, k.partition)).collect()).collect(),
+            resident: self.resident.iter().map(|r| r.as_ref().and_then(|(w, _, _)| w.upgrade()).map(|s| s.path().to_path_buf())).collect(),
         });
     }
 }

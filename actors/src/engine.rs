@@ -50,8 +50,8 @@ impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
             gpu_workers_per_device: 1,
-            vram_budget: vec![u64::MAX / 4],
-            host_budget: u64::MAX / 4,
+            vram_budget: vec![crate::budget::UNLIMITED],
+            host_budget: crate::budget::UNLIMITED,
             srs_resident: false,
             synth_threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2),
             pin_chunk: 256 << 20,
@@ -69,6 +69,8 @@ pub struct Engine {
     system: actix_rt::System,
     thread: Mutex<Option<JoinHandle<()>>>,
     timeline: Timeline,
+    /// One name per device (`from_settings`: the GPU's name, or `cpu`).
+    device_names: Vec<String>,
 }
 
 struct Started {
@@ -85,6 +87,7 @@ impl Engine {
             return Err(format!("{} backends but {} VRAM budgets", backends.len(), cfg.vram_budget.len()));
         }
         let timeline = Timeline::default();
+        let device_names = (0..backends.len()).map(|i| format!("device {i}")).collect();
         let (tx, rx) = crossbeam_channel::bounded::<Result<Started, String>>(1);
         let tl = timeline.clone();
         let thread = std::thread::Builder::new()
@@ -159,7 +162,7 @@ impl Engine {
             })
             .map_err(|e| format!("starting the actor thread: {e}"))?;
         let s = rx.recv().map_err(|_| "the actor system failed to start".to_string())??;
-        Ok(Engine { dispatcher: s.dispatcher, pinner: s.pinner, loader: s.loader, system: s.system, thread: Mutex::new(Some(thread)), timeline })
+        Ok(Engine { dispatcher: s.dispatcher, pinner: s.pinner, loader: s.loader, system: s.system, thread: Mutex::new(Some(thread)), timeline, device_names })
     }
 
     /// Starts the engine as `settings` describe it: opens the devices (CUDA GPUs if usable, else
@@ -172,7 +175,10 @@ impl Engine {
         let dev = devices::open(e.backend, e.srs_residency, resident, e.vram_reserve_mib << 20)?;
         let mut cfg = settings.engine_config(&dev.free);
         cfg.srs_resident = dev.srs_resident;
-        Ok((Engine::start(cfg, dev.backends, dev.pin)?, dev.description))
+        let names = dev.names;
+        let mut engine = Engine::start(cfg, dev.backends, dev.pin)?;
+        engine.device_names = names;
+        Ok((engine, dev.description))
     }
 
     pub fn submit(&self, spec: JobSpec) -> Result<JobHandle, String> {
@@ -221,10 +227,22 @@ impl Engine {
         rx.recv().map_err(|_| "engine stopped".to_string())?
     }
 
+    /// The open parameter files.
+    pub fn loaded_srs(&self) -> Result<Vec<crate::srs_loader::LoadedSrs>, String> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.loader.do_send(crate::srs_loader::List(tx));
+        rx.recv().map_err(|_| "engine stopped".to_string())
+    }
+
     pub fn evict_idle_srs(&self, idle: Duration) -> Vec<PathBuf> {
         let (tx, rx) = crossbeam_channel::bounded(1);
         self.loader.do_send(EvictIdle { idle, reply: Some(tx) });
         rx.recv().unwrap_or_default()
+    }
+
+    /// The devices' names, by ordinal.
+    pub fn device_names(&self) -> &[String] {
+        &self.device_names
     }
 
     pub fn timeline(&self) -> &Timeline {

@@ -18,7 +18,12 @@ pub mod dispatcher;
 pub mod engine;
 #[cfg(feature = "filecoin")]
 pub mod filecoin;
+#[cfg(feature = "grpc")]
+pub mod grpc;
 pub mod job;
+pub mod jobs;
+pub mod log;
+pub mod metrics;
 pub mod pinner;
 pub mod settings;
 pub mod srs_loader;

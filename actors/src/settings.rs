@@ -5,21 +5,58 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use cuzk_srs::{CacheMode, OpenOptions};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::engine::EngineConfig;
 
 /// The defaults, compiled in: the same file a deployment copies.
 pub const DEFAULT_TOML: &str = include_str!("../../config/cuzk.toml");
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Settings {
     pub engine: EngineSection,
     pub srs: SrsSection,
+    pub jobs: JobsSection,
+    pub grpc: GrpcSection,
+    pub metrics: MetricsSection,
+    pub log: LogSection,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+/// The keys `cuzk ctl reload` applies to a running daemon; every other key needs a restart.
+pub const LIVE_KEYS: [&str; 3] = ["jobs.retain_s", "grpc.cancel_on_disconnect", "log.level"];
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct JobsSection {
+    pub retain_s: u64,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GrpcSection {
+    pub unix_socket: String,
+    pub tcp_listen: String,
+    pub token: String,
+    pub allow_remote: bool,
+    pub max_message_mib: u64,
+    pub cancel_on_disconnect: bool,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsSection {
+    pub http_listen: String,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LogSection {
+    pub format: String,
+    pub level: String,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendChoice {
     Auto,
@@ -51,7 +88,7 @@ impl std::str::FromStr for BackendChoice {
     }
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Residency {
     Auto,
@@ -59,7 +96,7 @@ pub enum Residency {
     Device,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct EngineSection {
     pub backend: BackendChoice,
@@ -73,7 +110,7 @@ pub struct EngineSection {
     pub self_verify: bool,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct SrsSection {
     pub cache_dir: String,
@@ -103,7 +140,41 @@ impl Settings {
         if s.engine.gpu_workers_per_device == 0 {
             return Err("config: engine.gpu_workers_per_device must be at least 1".into());
         }
+        s.log.format.parse::<crate::log::Format>().map_err(|e| format!("config: {e}"))?;
+        crate::log::parse_level(&s.log.level).map_err(|e| format!("config: {e}"))?;
+        if s.grpc.max_message_mib == 0 {
+            return Err("config: grpc.max_message_mib must be at least 1".into());
+        }
         Ok(s)
+    }
+
+    /// The keys (`section.key`) whose values differ between `self` and `new`.
+    pub fn changed_keys(&self, new: &Settings) -> Vec<String> {
+        let (a, b) = (serde_json::to_value(self).unwrap_or_default(), serde_json::to_value(new).unwrap_or_default());
+        let mut out = Vec::new();
+        if let (Some(a), Some(b)) = (a.as_object(), b.as_object()) {
+            for (section, sa) in a {
+                let (Some(sa), Some(sb)) = (sa.as_object(), b.get(section).and_then(|v| v.as_object())) else { continue };
+                for (key, va) in sa {
+                    if sb.get(key) != Some(va) {
+                        out.push(format!("{section}.{key}"));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The live-changeable keys that differ in `new`, or an error naming every changed key that
+    /// needs a restart (nothing is to be applied then).
+    pub fn live_changes(&self, new: &Settings) -> Result<Vec<String>, String> {
+        let changed = self.changed_keys(new);
+        let fixed: Vec<&String> = changed.iter().filter(|k| !LIVE_KEYS.contains(&k.as_str())).collect();
+        if !fixed.is_empty() {
+            let names: Vec<&str> = fixed.iter().map(|k| k.as_str()).collect();
+            return Err(format!("reload refused: {} cannot change while the daemon runs (restart it); live keys are {}", names.join(", "), LIVE_KEYS.join(", ")));
+        }
+        Ok(changed)
     }
 
     /// How parameter files are opened (subgroup check, where the decode cache lives).
@@ -121,12 +192,17 @@ impl Settings {
         let mib = |m: u64| m.saturating_mul(1 << 20);
         let vram_budget = vram_free
             .iter()
-            .map(|free| if e.vram_budget_mib > 0 { mib(e.vram_budget_mib) } else { free.saturating_sub(mib(e.vram_reserve_mib)) })
+            .map(|&free| match () {
+                _ if e.vram_budget_mib > 0 => mib(e.vram_budget_mib),
+                // The CPU backend: no device memory to keep free.
+                _ if free >= crate::budget::UNLIMITED => crate::budget::UNLIMITED,
+                _ => free.saturating_sub(mib(e.vram_reserve_mib)),
+            })
             .collect();
         EngineConfig {
             gpu_workers_per_device: e.gpu_workers_per_device,
             vram_budget,
-            host_budget: if e.host_budget_mib == 0 { u64::MAX / 4 } else { mib(e.host_budget_mib) },
+            host_budget: if e.host_budget_mib == 0 { crate::budget::UNLIMITED } else { mib(e.host_budget_mib) },
             // Known only once the devices are open: `Engine::from_settings` sets it.
             srs_resident: false,
             synth_threads: if e.synth_threads == 0 { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2) } else { e.synth_threads },
@@ -166,5 +242,23 @@ mod tests {
         std::fs::write(&f, "[engine]\ngpu_workers_per_device = 0\n").unwrap();
         assert!(Settings::load_with_env(Some(&f), []).unwrap_err().contains("at least 1"));
         assert!(Settings::load_with_env(Some(&dir.path().join("none.toml")), []).unwrap_err().contains("does not exist"));
+        std::fs::write(&f, "[log]\nformat = \"xml\"\n").unwrap();
+        assert!(Settings::load_with_env(Some(&f), []).unwrap_err().contains("log.format `xml`"));
+    }
+
+    #[test]
+    fn reload_applies_live_keys_and_names_the_others() {
+        let d = Settings::load_with_env(None, []).unwrap();
+        assert_eq!((d.jobs.retain_s, d.grpc.max_message_mib, d.grpc.cancel_on_disconnect), (3600, 256, false));
+        let mut n = d.clone();
+        n.jobs.retain_s = 5;
+        n.log.level = "debug".into();
+        assert_eq!(d.live_changes(&n).unwrap(), vec!["jobs.retain_s".to_string(), "log.level".to_string()]);
+        n.engine.synth_threads = 3;
+        n.grpc.tcp_listen = "127.0.0.1:1".into();
+        let err = d.live_changes(&n).unwrap_err();
+        let refused = err.split(" cannot change").next().unwrap();
+        assert!(refused.contains("engine.synth_threads") && refused.contains("grpc.tcp_listen") && !refused.contains("jobs.retain_s"), "{err}");
+        assert!(d.live_changes(&d).unwrap().is_empty());
     }
 }

@@ -109,3 +109,38 @@ impl Handler<EvictIdle> for SrsLoader {
         }
     }
 }
+
+/// An open parameter file.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct LoadedSrs {
+    pub path: PathBuf,
+    /// Bytes of its points (in memory or mapped from the decode cache).
+    pub bytes: u64,
+    /// Handles held besides the loader's own (jobs, a GPU's resident copy).
+    pub holders: usize,
+    pub idle_ms: u64,
+}
+
+impl LoadedSrs {
+    pub fn file_name(&self) -> String {
+        self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| self.path.display().to_string())
+    }
+}
+
+/// Lists the open parameter files, by path.
+pub struct List(pub Sender<Vec<LoadedSrs>>);
+impl Message for List {
+    type Result = ();
+}
+impl Handler<List> for SrsLoader {
+    type Result = ();
+    fn handle(&mut self, msg: List, _: &mut SyncContext<Self>) {
+        let mut v: Vec<LoadedSrs> = self
+            .loaded
+            .iter()
+            .map(|(p, (srs, used))| LoadedSrs { path: p.clone(), bytes: srs.point_bytes(), holders: Arc::strong_count(srs) - 1, idle_ms: used.elapsed().as_millis() as u64 })
+            .collect();
+        v.sort_by(|a, b| a.path.cmp(&b.path));
+        let _ = msg.0.send(v);
+    }
+}

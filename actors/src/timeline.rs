@@ -28,6 +28,8 @@ pub struct Span {
 pub struct Timeline {
     origin: Instant,
     spans: Arc<Mutex<VecDeque<Span>>>,
+    /// Every span's duration by stage, for Prometheus (never trimmed: a histogram is bounded).
+    stages: crate::metrics::HistogramFamily,
 }
 
 /// About 25 MB of spans: hours of a busy GPU.
@@ -35,7 +37,7 @@ pub const MAX_SPANS: usize = 1 << 18;
 
 impl Default for Timeline {
     fn default() -> Self {
-        Timeline { origin: Instant::now(), spans: Arc::default() }
+        Timeline { origin: Instant::now(), spans: Arc::default(), stages: crate::metrics::histogram_family() }
     }
 }
 
@@ -52,6 +54,7 @@ impl Timeline {
     }
 
     pub fn record(&self, key: PartKey, stage: &'static str, lane: Lane, start: Instant, end: Instant, bytes: u64) {
+        self.stages.get_or_create(&vec![("stage".to_string(), stage.to_string())]).observe(end.saturating_duration_since(start).as_secs_f64());
         let span = Span { job: key.job, partition: key.partition, stage, gpu: lane.gpu, worker: lane.worker, start_us: self.us(start), end_us: self.us(end), bytes };
         if let Ok(mut v) = self.spans.lock() {
             if v.len() == MAX_SPANS {
@@ -59,6 +62,11 @@ impl Timeline {
             }
             v.push_back(span);
         }
+    }
+
+    /// Span durations by stage (seconds), as Prometheus histograms.
+    pub fn stage_histograms(&self) -> &crate::metrics::HistogramFamily {
+        &self.stages
     }
 
     pub fn spans(&self) -> Vec<Span> {

@@ -82,8 +82,8 @@ fn daemon_serves_control_requests_and_survives_bad_ones() {
     error_mentions(call(&socket, &Request::Preload { path: "/nonexistent/x.params".into() }).unwrap(), "x.params");
     assert!(matches!(call(&socket, &Request::Pause).unwrap(), Response::Ok(_)));
     assert!(matches!(call(&socket, &Request::Resume).unwrap(), Response::Ok(_)));
-    let Response::Json(m) = call(&socket, &Request::Metrics).unwrap() else { panic!("metrics") };
-    assert!(m.contains("synth_ms"), "{m}");
+    let Response::Ok(m) = call(&socket, &Request::Metrics).unwrap() else { panic!("metrics") };
+    assert!(m.contains("stage=\"synth\"") && m.contains("cuzk_proofs_completed_total{kind=\"example-bits\"} 1"), "{m}");
 
     // One socket, one daemon.
     let second = Command::new(env!("CARGO_BIN_EXE_cuzk"))

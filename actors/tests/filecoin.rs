@@ -7,8 +7,9 @@
 //! cuzk-filecoin tests), not Filecoin's production parameters.
 #![cfg(feature = "filecoin")]
 
+mod common;
+
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -18,38 +19,16 @@ use cuzk_actors::control::proto::{Request, Response};
 use cuzk_actors::filecoin::{default_priority, FilecoinConfig};
 use cuzk_actors::{Engine, EngineConfig, Priority};
 use cuzk_engine::CpuBackend;
-use cuzk_filecoin::sample::{self, Sealed};
-use cuzk_filecoin::{params, verify, ProofKind, ProofRequest, Registered};
-use filecoin_proofs_api::RegisteredSealProof;
-
-const SEAL: RegisteredSealProof = RegisteredSealProof::StackedDrg2KiBV1_1;
-
-struct Fixture {
-    params: PathBuf,
-    parents: PathBuf,
-    _dir: tempfile::TempDir,
-    sector: Sealed,
-}
+use common::{Fixture, SEAL};
+use cuzk_filecoin::{ProofKind, ProofRequest, Registered};
 
 fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
-    F.get_or_init(|| {
-        let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        let params = tmp.join("filecoin-params");
-        let parents = tmp.join("filecoin-parents");
-        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &params);
-        std::env::set_var("FIL_PROOFS_PARENT_CACHE", &parents);
-        params::generate(Registered::Seal(SEAL), &params, params::DEV_SETUP_SEED).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let sector = sample::seal(SEAL, &dir.path().join("s"), 3, 21, None).unwrap();
-        Fixture { params, parents, _dir: dir, sector }
-    })
+    F.get_or_init(|| common::fixture(None))
 }
 
 fn accepted(bytes: &[u8]) -> bool {
-    let f = fixture();
-    let parsed = f.sector.porep_request().parse().unwrap();
-    verify::verify(&parsed, bytes).unwrap()
+    common::accepted(fixture(), bytes)
 }
 
 #[test]

@@ -14,7 +14,8 @@ pub const MAX_FRAME: u32 = 128 << 20;
 pub enum Request {
     /// Queues, in-flight partitions, budgets, pinned memory (JSON).
     Status,
-    /// Per-stage totals over everything the engine has run (JSON).
+    /// Prometheus text exposition (`Response::Ok`): jobs by kind, queues, stage histograms,
+    /// budgets, pinned memory, loaded parameters, GPU busy fraction.
     Metrics,
     Cancel { job: u64 },
     /// Opens a parameter file (once) and keeps it loaded.
@@ -32,6 +33,11 @@ pub enum Request {
     Drain,
     /// Stops at once.
     Shutdown,
+    /// `starting`, `ready` or `draining` (`cuzk ctl ready` exits 0 only on `ready`).
+    Ready,
+    /// Re-reads the settings (this file, else the daemon's own) and applies those that can
+    /// change live; a changed key that cannot is refused, by name, and nothing is applied.
+    Reload { path: Option<String> },
     /// Proves a Filecoin proof (PoRep C2, SnapDeals, WindowPoSt, WinningPoSt) from its inputs.
     #[cfg(feature = "filecoin")]
     Prove(cuzk_filecoin::ProofRequest),
@@ -131,7 +137,8 @@ mod tests {
         assert!(matches!(read::<Request>(&mut bad.as_slice()), Err(FrameError::Version(_))));
         let huge = (MAX_FRAME + 1).to_be_bytes();
         assert!(matches!(read::<Request>(&mut huge.as_slice()), Err(FrameError::TooLong(_))));
-        let mut garbage = vec![0, 0, 0, 6, 0, 1];
+        let mut garbage = vec![0, 0, 0, 6];
+        garbage.extend_from_slice(&VERSION.to_be_bytes());
         garbage.extend_from_slice(&[0xff; 4]);
         assert!(matches!(read::<Request>(&mut garbage.as_slice()), Err(FrameError::Decode(_))));
         assert!(read::<Request>(&mut [].as_slice()).unwrap().is_none());

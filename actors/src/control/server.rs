@@ -1,14 +1,15 @@
 //! The daemon side of the control socket. One thread accepts; each connection gets a thread that
 //! answers requests until the peer hangs up. A malformed frame gets an error reply and that
 //! connection is closed (its framing is lost); the engine and the other connections go on.
+//! Jobs live in the daemon's [`JobTable`] (shared with the gRPC service): `Wait` may be asked
+//! again, from any connection, until the job is forgotten (`jobs.retain_s` after its end).
 
-use std::collections::HashMap;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use cuzk_engine::circuits::Example;
@@ -16,12 +17,17 @@ use cuzk_engine::setup::ensure_params;
 
 use super::proto::{read, write, FrameError, Request, Response};
 use crate::engine::Engine;
-use crate::job::{JobHandle, JobSpec};
-use crate::timeline::StageTotals;
+use crate::job::JobSpec;
+use crate::jobs::{JobTable, Submission};
+use crate::metrics::{Readiness, State};
 
 /// What the server needs besides the engine.
 #[derive(Clone, Default)]
 pub struct ServerOptions {
+    /// The daemon's state, shared with its other interfaces (`Status`, `Ready`, `Drain`).
+    pub ready: Readiness,
+    /// Applies the live-changeable settings of a config file (`Reload`); `None`: refused.
+    pub reload: Option<std::sync::Arc<dyn Fn(Option<&Path>) -> Result<String, String> + Send + Sync>>,
     /// Where parameters for example circuits (`ProveExample`) are kept.
     pub example_params_dir: PathBuf,
     /// Where Filecoin parameters are, and how Filecoin jobs are scheduled.
@@ -32,7 +38,7 @@ pub struct ServerOptions {
 struct Shared {
     engine: Arc<Engine>,
     opts: ServerOptions,
-    jobs: Mutex<HashMap<u64, JobHandle>>,
+    jobs: Arc<JobTable>,
     draining: AtomicBool,
     stop: AtomicBool,
     path: PathBuf,
@@ -57,7 +63,8 @@ fn peer_uid(s: &UnixStream) -> Result<u32, String> {
 
 impl ControlServer {
     /// Binds `path` (replacing a stale socket file), mode 0600, and starts serving.
-    pub fn start(engine: Arc<Engine>, path: &Path, opts: ServerOptions) -> Result<ControlServer, String> {
+    pub fn start(jobs: Arc<JobTable>, path: &Path, opts: ServerOptions) -> Result<ControlServer, String> {
+        let engine = jobs.engine().clone();
         if path.exists() {
             if UnixStream::connect(path).is_ok() {
                 return Err(format!("{}: another daemon is listening there", path.display()));
@@ -69,7 +76,7 @@ impl ControlServer {
         let shared = Arc::new(Shared {
             engine,
             opts,
-            jobs: Mutex::new(HashMap::new()),
+            jobs,
             draining: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             path: path.into(),
@@ -165,18 +172,29 @@ fn handle(sh: &Arc<Shared>, req: Request) -> Response {
                 v["pinned_bytes"] = bytes.into();
                 v["pin_registrations"] = regs.into();
                 v["draining"] = sh.draining.load(Ordering::Acquire).into();
+                v["state"] = sh.opts.ready.get().name().into();
+                v["tracked_jobs"] = sh.jobs.all().len().into();
                 Response::Json(v.to_string())
             }
             (Err(x), _) | (_, Err(x)) => Response::Error(x),
         },
-        Request::Metrics => Response::Json(serde_json::to_string(&StageTotals::of(&e.timeline().spans())).unwrap_or_default()),
-        Request::Cancel { job } => {
-            if e.cancel(job) {
-                Response::Ok(format!("job {job} cancelled"))
-            } else {
-                Response::Error(format!("job {job} is not running (unknown or already ended)"))
-            }
-        }
+        Request::Metrics => match sh.jobs.metrics().render(e, Some(&sh.jobs), sh.opts.ready.get()) {
+            Ok(text) => Response::Ok(text),
+            Err(x) => Response::Error(x),
+        },
+        Request::Ready => Response::Ok(sh.opts.ready.get().name().into()),
+        Request::Reload { path } => match &sh.opts.reload {
+            Some(f) => match f(path.as_deref().map(Path::new)) {
+                Ok(what) => Response::Ok(what),
+                Err(x) => Response::Error(x),
+            },
+            None => Response::Error("reload: this server was started without a settings file to reload".into()),
+        },
+        Request::Cancel { job } => match sh.jobs.cancel(job) {
+            Ok(true) => Response::Ok(format!("job {job} cancelled")),
+            Ok(false) => Response::Error(format!("job {job} is not running (it already ended)")),
+            Err(x) => Response::Error(format!("job {job} is not running: {x}")),
+        },
         Request::Preload { path } => match e.load_srs(Path::new(&path)) {
             Ok(srs) => Response::Ok(format!("{path}: loaded ({:?})", srs.origin())),
             Err(x) => Response::Error(x),
@@ -194,28 +212,30 @@ fn handle(sh: &Arc<Shared>, req: Request) -> Response {
             Response::Ok("dispatch resumed".into())
         }
         Request::ProveExample { circuit, size, partitions } => prove_example(sh, &circuit, size, partitions),
-        Request::Wait { job } => {
-            let handle = sh.jobs.lock().ok().and_then(|mut j| j.remove(&job));
-            match handle {
-                None => Response::Error(format!("job {job} was not submitted through this daemon, or was already waited for")),
-                Some(h) => match h.wait() {
-                    Ok(out) => Response::Proof {
-                        job,
-                        proof: out.to_bytes(),
-                        partitions: out.proofs.len() as u32,
-                        wall_ms: out.wall.as_millis() as u64,
-                        queue_ms: out.queue.as_millis() as u64,
-                        prove_ms: out.prove.as_millis() as u64,
-                    },
-                    Err(x) => Response::Error(x.to_string()),
+        Request::Wait { job } => match sh.jobs.get(job) {
+            None => Response::Error(format!(
+                "job {job} is unknown: not submitted through this daemon, or forgotten {} s after it ended (jobs.retain_s)",
+                sh.jobs.retain().as_secs()
+            )),
+            Some(t) => match t.wait(None).map(|o| o.result.clone()) {
+                None => Response::Error(format!("job {job}: the daemon stopped before it ended")),
+                Some(Ok(out)) => Response::Proof {
+                    job,
+                    proof: out.to_bytes(),
+                    partitions: out.proofs.len() as u32,
+                    wall_ms: out.wall.as_millis() as u64,
+                    queue_ms: out.queue.as_millis() as u64,
+                    prove_ms: out.prove.as_millis() as u64,
                 },
-            }
-        }
+                Some(Err(x)) => Response::Error(x.to_string()),
+            },
+        },
         Request::Drain => {
             sh.draining.store(true, Ordering::Release);
-            let handles: Vec<JobHandle> = sh.jobs.lock().map(|mut j| j.drain().map(|(_, h)| h).collect()).unwrap_or_default();
-            let n = handles.len();
-            let failed = handles.iter().filter(|h| h.wait().is_err()).count();
+            sh.opts.ready.set(State::Draining);
+            let live = sh.jobs.live();
+            let n = live.len();
+            let failed = live.iter().filter(|t| t.wait(None).is_none_or(|o| !o.is_success())).count();
             stop(sh);
             Response::Ok(format!("drained: {n} job(s) finished ({failed} failed); stopping"))
         }
@@ -233,12 +253,12 @@ fn prove_filecoin(sh: &Arc<Shared>, req: cuzk_filecoin::ProofRequest) -> Respons
         return Response::Error("draining: no new work is accepted".into());
     }
     let kind = req.kind();
+    let start = std::time::Instant::now();
     match sh.engine.submit_filecoin(req, &sh.opts.filecoin) {
         Ok(j) => {
             let job = j.handle.id;
-            if let Ok(mut jobs) = sh.jobs.lock() {
-                jobs.insert(job, j.handle);
-            }
+            let sub = Submission { kind: kind.name().into(), request_id: String::new(), partitions: j.partitions, srs_load: start.elapsed() };
+            sh.jobs.track(j.handle, sub);
             Response::Submitted { job }
         }
         Err(x) => Response::Error(format!("{kind} request: {x}")),
@@ -267,9 +287,7 @@ fn prove_example(sh: &Arc<Shared>, circuit: &str, size: usize, partitions: usize
     match sh.engine.submit(JobSpec::new(srs, circuits)) {
         Ok(h) => {
             let job = h.id;
-            if let Ok(mut j) = sh.jobs.lock() {
-                j.insert(job, h);
-            }
+            sh.jobs.track(h, Submission { kind: format!("example-{circuit}"), request_id: String::new(), partitions, srs_load: std::time::Duration::ZERO });
             Response::Submitted { job }
         }
         Err(x) => Response::Error(x),

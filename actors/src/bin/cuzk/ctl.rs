@@ -20,8 +20,15 @@ pub struct Args {
 enum Cmd {
     /// Queues, in-flight partitions, budgets, pinned memory (JSON).
     Status,
-    /// Per-stage totals (JSON).
+    /// Prometheus text: jobs by kind, queues, stage histograms, budgets, pinned memory, SRS.
     Metrics,
+    /// Readiness probe: prints the state; exit 0 ready, 1 starting, 3 draining, 2 no daemon.
+    Ready,
+    /// Re-read the config (this file, else the daemon's) and apply the live-changeable keys.
+    Reload {
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
     Cancel { job: u64 },
     /// Open a parameter file and keep it loaded.
     Preload { path: String },
@@ -87,9 +94,34 @@ fn submit_and_wait(socket: &std::path::Path, req: Request, no_wait: bool, out: O
     print(call(socket, &Request::Wait { job })?, out)
 }
 
+/// `ctl ready`: prints the state and returns the exit code a systemd unit or a script polls
+/// (0 ready, 1 starting, 3 draining, 2 no daemon answering).
+fn ready(socket: &std::path::Path) -> i32 {
+    match call(socket, &Request::Ready) {
+        Ok(Response::Ok(state)) => {
+            println!("{state}");
+            match state.as_str() {
+                "ready" => 0,
+                "starting" => 1,
+                _ => 3,
+            }
+        }
+        Ok(other) => {
+            println!("down: unexpected answer {other:?}");
+            2
+        }
+        Err(e) => {
+            println!("down: {e}");
+            2
+        }
+    }
+}
+
 pub fn run(a: Args) -> Result<()> {
     let socket = a.socket.unwrap_or_else(crate::daemon::default_socket);
     let req = match a.cmd {
+        Cmd::Ready => std::process::exit(ready(&socket)),
+        Cmd::Reload { config } => Request::Reload { path: config.map(|p| p.display().to_string()) },
         Cmd::Status => Request::Status,
         Cmd::Metrics => Request::Metrics,
         Cmd::Cancel { job } => Request::Cancel { job },

@@ -1,9 +1,15 @@
-//! `cuzk daemon`: the engine as a long-running process, controlled over its unix socket.
+//! `cuzk daemon`: the engine as a long-running process, controlled over its unix socket and, where
+//! configured, serving gRPC `cuzk.v1.ProvingEngine` (Curio) and Prometheus `/metrics` over HTTP.
 
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use cuzk_actors::control::server::{ControlServer, ServerOptions};
+use cuzk_actors::jobs::JobTable;
+use cuzk_actors::log;
+use cuzk_actors::metrics::{serve_http, Metrics, Readiness, State};
 use cuzk_actors::settings::Settings;
 use cuzk_actors::Engine;
 
@@ -24,6 +30,15 @@ pub struct Args {
     /// /var/tmp/filecoin-proof-parameters).
     #[arg(long)]
     filecoin_params_dir: Option<PathBuf>,
+    /// Serve gRPC cuzk.v1.ProvingEngine on this unix socket (overrides grpc.unix_socket).
+    #[arg(long)]
+    grpc_socket: Option<PathBuf>,
+    /// Serve gRPC on this host:port (overrides grpc.tcp_listen).
+    #[arg(long)]
+    grpc_listen: Option<String>,
+    /// Serve Prometheus text on http://ADDR/metrics (overrides metrics.http_listen).
+    #[arg(long)]
+    metrics_listen: Option<String>,
 }
 
 pub fn default_socket() -> PathBuf {
@@ -34,21 +49,108 @@ pub fn default_socket() -> PathBuf {
     PathBuf::from(format!("/tmp/cuzk-{}.sock", unsafe { libc::getuid() }))
 }
 
+fn nonempty(s: &str) -> Option<String> {
+    (!s.trim().is_empty()).then(|| s.trim().to_string())
+}
+
+/// The settings of `file` (and the environment), with the command line's overrides.
+fn settings(file: Option<&Path>, cli: &Overrides) -> std::result::Result<Settings, String> {
+    let mut s = Settings::load(file)?;
+    if let Some(p) = &cli.grpc_socket {
+        s.grpc.unix_socket = p.display().to_string();
+    }
+    if let Some(l) = &cli.grpc_listen {
+        s.grpc.tcp_listen = l.clone();
+    }
+    if let Some(l) = &cli.metrics_listen {
+        s.metrics.http_listen = l.clone();
+    }
+    Ok(s)
+}
+
+#[derive(Clone)]
+struct Overrides {
+    grpc_socket: Option<PathBuf>,
+    grpc_listen: Option<String>,
+    metrics_listen: Option<String>,
+}
+
+/// Applies the live keys of a re-read config; refuses (naming them) keys that need a restart.
+fn reloader(file: Option<PathBuf>, cli: Overrides, current: Settings, jobs: Arc<JobTable>, cancel_on_disconnect: Arc<AtomicBool>) -> impl Fn(Option<&Path>) -> std::result::Result<String, String> + Send + Sync {
+    let current = Mutex::new(current);
+    move |path: Option<&Path>| {
+        let new = settings(path.or(file.as_deref()), &cli)?;
+        let mut cur = current.lock().map_err(|_| "reload: settings lock poisoned".to_string())?;
+        let changed = cur.live_changes(&new)?;
+        jobs.set_retain(Duration::from_secs(new.jobs.retain_s));
+        cancel_on_disconnect.store(new.grpc.cancel_on_disconnect, Ordering::Release);
+        log::set_level(log::parse_level(&new.log.level)?);
+        *cur = new;
+        slog::info!(log::component("daemon"), "settings reloaded"; "changed" => changed.join(","));
+        Ok(if changed.is_empty() { "reloaded: nothing changed".into() } else { format!("reloaded: {}", changed.join(", ")) })
+    }
+}
+
 pub fn run(a: Args) -> Result<()> {
-    let settings = Settings::load(a.config.as_deref())?;
+    let t0 = Instant::now();
+    let cli = Overrides { grpc_socket: a.grpc_socket.clone(), grpc_listen: a.grpc_listen.clone(), metrics_listen: a.metrics_listen.clone() };
+    let settings = settings(a.config.as_deref(), &cli)?;
+    log::init(settings.log.format.parse()?, log::parse_level(&settings.log.level)?);
+    let l = log::component("daemon");
+    let config_ms = t0.elapsed().as_millis() as u64;
+
+    let t = Instant::now();
     // No SRS is known yet: residency `auto` keeps SRS sets resident on a GPU.
     let (engine, devices) = Engine::from_settings(&settings, None)?;
-    eprintln!("cuzk daemon: {devices}");
+    let devices_ms = t.elapsed().as_millis() as u64;
+    slog::info!(l, "devices open"; "devices" => devices, "ms" => devices_ms);
     let engine = Arc::new(engine);
+    let metrics = Arc::new(Metrics::default());
+    let jobs = JobTable::new(engine.clone(), metrics.clone(), Duration::from_secs(settings.jobs.retain_s));
+    let ready = Readiness::default();
+    let filecoin = cuzk_actors::filecoin::FilecoinConfig { params_dir: a.filecoin_params_dir.clone(), ..Default::default() };
+    let cancel_on_disconnect = Arc::new(AtomicBool::new(settings.grpc.cancel_on_disconnect));
+
+    let t = Instant::now();
     let socket = a.socket.unwrap_or_else(default_socket);
     let opts = ServerOptions {
+        ready: ready.clone(),
+        reload: Some(Arc::new(reloader(a.config.clone(), cli, settings.clone(), jobs.clone(), cancel_on_disconnect.clone()))),
         example_params_dir: a.params_dir.unwrap_or_else(crate::default_params_dir),
-        filecoin: cuzk_actors::filecoin::FilecoinConfig { params_dir: a.filecoin_params_dir, ..Default::default() },
+        filecoin: filecoin.clone(),
     };
-    let server = ControlServer::start(engine.clone(), &socket, opts)?;
-    eprintln!("cuzk daemon: listening on {}", socket.display());
+    let server = ControlServer::start(jobs.clone(), &socket, opts)?;
+    slog::info!(l, "control socket listening"; "socket" => socket.display().to_string());
+
+    let g = &settings.grpc;
+    let mut grpc = None;
+    if nonempty(&g.unix_socket).is_some() || nonempty(&g.tcp_listen).is_some() {
+        let gopts = cuzk_actors::grpc::GrpcOptions {
+            unix_socket: nonempty(&g.unix_socket).map(PathBuf::from),
+            tcp_listen: nonempty(&g.tcp_listen),
+            token: nonempty(&g.token),
+            allow_remote: g.allow_remote,
+            max_message_bytes: usize::try_from(g.max_message_mib << 20).unwrap_or(usize::MAX),
+            cancel_on_disconnect: cancel_on_disconnect.clone(),
+            filecoin,
+        };
+        let service = cuzk_actors::grpc::Service::new(jobs.clone(), gopts, ready.clone());
+        grpc = Some(cuzk_actors::grpc::GrpcServer::start(service)?);
+    }
+    if let Some(addr) = nonempty(&settings.metrics.http_listen) {
+        let (e, j, r) = (engine.clone(), jobs.clone(), ready.clone());
+        let http = serve_http(&addr, Arc::new(move || j.metrics().render(&e, Some(&j), r.get())))?;
+        slog::info!(l, "metrics over HTTP"; "url" => format!("http://{}/metrics", http.addr));
+    }
+    let listen_ms = t.elapsed().as_millis() as u64;
+    ready.set(State::Ready);
+    slog::info!(l, "ready"; "startup_ms" => t0.elapsed().as_millis() as u64, "config_ms" => config_ms, "devices_ms" => devices_ms, "listen_ms" => listen_ms);
+
     server.wait();
+    if let Some(mut g) = grpc {
+        g.stop();
+    }
     engine.shutdown();
-    eprintln!("cuzk daemon: stopped");
+    slog::info!(l, "stopped");
     Ok(())
 }
