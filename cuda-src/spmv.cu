@@ -44,3 +44,11 @@ extern "C" __global__ void spmv_rows(u32* out, const u64* ptr, const u64* ent, c
     }
     acc.store(out + 8 * r);
 }
+
+// The first row r < rows with a[r]·b[r] ≠ c[r] lowers *first (set to rows or more beforehand):
+// `prepare`'s satisfiability check, on the device, over the products above.
+extern "C" __global__ void spmv_unsatisfied(unsigned long long* first, const u32* a, const u32* b, const u32* c, u64 rows) {
+    u64 r = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    if (!(Fr::load(a + 8 * r) * Fr::load(b + 8 * r) == Fr::load(c + 8 * r))) atomicMin(first, (unsigned long long)r);
+}

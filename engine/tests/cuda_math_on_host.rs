@@ -613,10 +613,25 @@ fn recorded_products_match_the_cpu_on_the_host() {
         let w: Vec<Scalar> = inputs.iter().chain(&aux).copied().collect();
         for (m, want) in [&asg.a, &asg.b, &asg.c].into_iter().enumerate() {
             let (ptr, ent) = (rec.row_ptr(m), rec.entries(m));
-            let hdr = [rec.counts().rows(), w.len(), ent.len(), rec.table().len()].map(|n| n as u64);
+            let hdr = [0, rec.counts().rows(), w.len(), ent.len(), rec.table().len()].map(|n| n as u64);
             let req = [as_bytes(&hdr), as_bytes(ptr), as_bytes(ent), as_bytes(rec.table()), as_bytes(&w)].concat();
-            let got = exchange(&exe, &req, &format!("spmv of {} rows", hdr[0]));
+            let got = exchange(&exe, &req, &format!("spmv of {} rows", hdr[1]));
             assert_eq!(got, as_bytes(want), "matrix {m} of {rows} random rows (seed {seed}, zero witness {zero_witness})");
+        }
+        // The row check (random rows are not satisfied: against c = a·b): none unsatisfied, then
+        // the first of two planted bad rows.
+        let n = asg.a.len();
+        let ok: Vec<Scalar> = asg.a.iter().zip(&asg.b).map(|(a, b)| a * b).collect();
+        let first_bad = |c: &[Scalar]| {
+            let req = [as_bytes(&[1u64, n as u64]), as_bytes(&asg.a), as_bytes(&asg.b), as_bytes(c)].concat();
+            u64::from_le_bytes(exchange(&exe, &req, "row check").try_into().unwrap())
+        };
+        assert_eq!(first_bad(&ok), n as u64, "a satisfied system has no bad row");
+        if n > 3 {
+            let mut c = ok.clone();
+            c[n - 1] += Scalar::ONE;
+            c[n / 2] += Scalar::ONE;
+            assert_eq!(first_bad(&c), (n / 2) as u64, "first planted bad row");
         }
         if zero_witness {
             let circuit_rows = [&asg.a, &asg.b, &asg.c].map(|v| &v[..rows]);

@@ -1,5 +1,6 @@
 //! The recorded products on the GPU (`gpu::spmv`, cuda-src/spmv.cu) against the CPU's, on the
-//! example circuits: matrices resident, witness uploaded, a, b, c zero-padded to the domain.
+//! example circuits: matrices resident, witness uploaded, a, b, c zero-padded to the domain; the
+//! device row check against the host's on a satisfied and a wrong witness.
 
 mod gpu_util;
 
@@ -29,6 +30,16 @@ fn recorded_products_match_the_cpu() {
             let mut want = want.clone();
             want.resize(n, Scalar::ZERO);
             assert!(got == want, "{name}: matrix {m} differs from the CPU's (first at {:?})", (0..n).find(|&i| got[i] != want[i]));
+        }
+        assert_eq!(d.first_unsatisfied(dev, &out).unwrap(), None, "{name}: satisfied");
+        // A wrong witness value: the device row check names the row the host check names.
+        let mut bad = aux.clone();
+        if let Some(v) = bad.last_mut() {
+            *v += Scalar::ONE;
+            let wrong = rec.assignment((inputs.clone(), bad.clone()), 0).unwrap();
+            let w = d.upload_witness(dev, &inputs, &bad).unwrap();
+            let out = d.products(dev, &w, n).unwrap();
+            assert_eq!(d.first_unsatisfied(dev, &out).unwrap(), wrong.first_unsatisfied(), "{name}: first unsatisfied row");
         }
         assert!(d.upload_witness(dev, &inputs[1..], &aux).is_err(), "{name}: a short witness is refused");
     }

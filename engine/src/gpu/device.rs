@@ -53,7 +53,7 @@ const KERNELS: &[(Module, &[&str])] = &[
                     "msm_accumulate_g1_lockstep", "msm_accumulate_g2", "msm_fold_heads_g1", "msm_fold_heads_g2", "msm_fixup_g1", "msm_fixup_g2", "msm_bucket_reduce_g1", "msm_bucket_reduce_g2",
                     "msm_reduce_pairs_g1", "msm_reduce_pairs_g2"]),
     (Module::BatchAdd, &["batch_add_g1", "batch_add_g2", "reduce_sum_g1", "reduce_sum_g2"]),
-    (Module::Spmv, &["spmv_rows"]),
+    (Module::Spmv, &["spmv_rows", "spmv_unsatisfied"]),
 ];
 
 impl GpuDevice {

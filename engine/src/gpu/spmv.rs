@@ -1,13 +1,14 @@
 //! The recorded products on the device: a [`Recording`]'s matrices uploaded once and kept
 //! resident ([`DeviceRecording`]), then per proof only the witness is uploaded and `spmv_rows`
 //! (cuda-src/spmv.cu) computes `a`, `b`, `c` into buffers of the domain's size, zero past the
-//! recorded rows (as `prepare` pads them), ready for the H step.
+//! recorded rows (as `prepare` pads them), ready for the H step; `spmv_unsatisfied` checks every
+//! row's `a·b = c` there.
 
 use blstrs::Scalar;
 
 use super::buf::DevBuf;
 use super::device::{grid, GpuDevice};
-use super::{as_bytes, backend_err, Result};
+use super::{as_bytes, as_bytes_mut, backend_err, Result};
 use crate::gpu_launch;
 use crate::recorded::Recording;
 
@@ -71,5 +72,22 @@ impl DeviceRecording {
             out.push(o);
         }
         out.try_into().map_err(|_| backend_err("three product buffers"))
+    }
+
+    /// The first recorded row with `a·b ≠ c` in `products` (as [`DeviceRecording::products`]
+    /// made them), `prepare`'s satisfiability check on the device; waits for the answer.
+    pub fn first_unsatisfied(&self, dev: &GpuDevice, products: &[DevBuf; 3]) -> Result<Option<usize>> {
+        if products.iter().any(|p| (p.len() as u64) < 32 * self.rows) {
+            return Err(backend_err(format!("row check: product buffers shorter than {} rows", self.rows)));
+        }
+        let rows = self.rows;
+        let first = dev.upload(as_bytes(&[rows]), "row check result")?;
+        if rows > 0 {
+            let [a, b, c] = products;
+            gpu_launch!(dev, "spmv_unsatisfied", grid(rows, 256), &first.ptr(), &a.ptr(), &b.ptr(), &c.ptr(), &rows)?;
+        }
+        let mut out = [0u64];
+        dev.download(&first, 0, as_bytes_mut(&mut out), "row check result")?;
+        Ok((out[0] < rows).then_some(out[0] as usize))
     }
 }

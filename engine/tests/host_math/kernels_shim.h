@@ -18,6 +18,11 @@ struct uint4 { u32 x, y, z, w; };
 
 // Atomic for real: `launch_blocks` runs a block's threads concurrently.
 inline u32 atomicAdd(u32* p, u32 v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+inline unsigned long long atomicMin(unsigned long long* p, unsigned long long v) {
+    unsigned long long old = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (v < old && !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+    return old;
+}
 inline u32 min(u32 a, u32 b) { return a < b ? a : b; }
 inline u64 min(u64 a, u64 b) { return a < b ? a : b; }
 inline int __ffsll(long long x) { return __builtin_ffsll(x); }

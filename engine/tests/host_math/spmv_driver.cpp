@@ -1,9 +1,11 @@
 // Appended after shim.h, kernels_shim.h, field.cuh, fr.cuh and cuda-src/spmv.cu. One request on
-// stdin: u64 rows, cols, nnz, table; then the row pointers (rows + 1 u64), the entries (nnz u64),
-// the table (Fr) and the witness w (cols Fr). Runs spmv_rows one thread after another (as
-// `grid(rows, 256)` launches it) and writes the rows' values (Fr) to stdout.
+// stdin, u64 words first, kernels run one thread after another (as `grid(rows, 256)` launches):
+//   mode 0, products: u64 rows, cols, nnz, table; the row pointers (rows + 1 u64), the entries
+//     (nnz u64), the table (Fr) and the witness w (cols Fr) → spmv_rows → the rows' values (Fr);
+//   mode 1, row check: u64 rows; a, b, c (rows Fr each) → spmv_unsatisfied → u64 first bad row
+//     (rows when none).
 
-int main() {
+static int products() {
     u64 hdr[4];
     if (fread(hdr, 8, 4, stdin) != 4) return 1;
     const u64 rows = hdr[0], cols = hdr[1], nnz = hdr[2], tl = hdr[3];
@@ -13,4 +15,24 @@ int main() {
     if (fread(table.data(), 32, tl, stdin) != tl || fread(w.data(), 32, cols, stdin) != cols) return 1;
     launch(rows, [&] { spmv_rows(out.data(), ptr.data(), ent.data(), table.data(), w.data(), rows); });
     return fwrite(out.data(), 32, rows, stdout) == rows ? 0 : 1;
+}
+
+static int check() {
+    u64 rows;
+    if (fread(&rows, 8, 1, stdin) != 1) return 1;
+    std::vector<u32> v[3];
+    for (auto& x : v) {
+        x.resize(8 * rows + 8);
+        if (fread(x.data(), 32, rows, stdin) != rows) return 1;
+    }
+    unsigned long long first = rows;
+    launch(rows, [&] { spmv_unsatisfied(&first, v[0].data(), v[1].data(), v[2].data(), rows); });
+    const u64 out = first;
+    return fwrite(&out, 8, 1, stdout) == 1 ? 0 : 1;
+}
+
+int main() {
+    u64 mode;
+    if (fread(&mode, 8, 1, stdin) != 1) return 1;
+    return mode == 0 ? products() : mode == 1 ? check() : 1;
 }
