@@ -131,7 +131,7 @@ fn curio_drives_the_daemon_over_grpc() {
             assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ready");
             break;
         }
-        assert_eq!(out.status.code(), Some(2), "not up yet must be exit 2: {out:?}");
+        assert!(matches!(out.status.code(), Some(1 | 2)), "starting is exit 1, no daemon yet exit 2: {out:?}");
         assert!(start.elapsed() < Duration::from_secs(60), "daemon did not become ready");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -296,4 +296,49 @@ fn curio_drives_the_daemon_over_grpc() {
     }
     assert!(!grpc_sock.exists(), "gRPC socket left behind");
     assert_eq!(ctl(&control, &["ready"]).status.code(), Some(2));
+}
+
+/// Before the engine can prove, both interfaces say `starting`: status and readiness answer, work
+/// is refused with UNAVAILABLE / an error naming the state.
+#[test]
+fn a_starting_daemon_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let (control, grpc_sock) = (dir.path().join("ctl.sock"), dir.path().join("grpc.sock"));
+    let ready = cuzk_actors::metrics::Readiness::default();
+    let opts = cuzk_actors::control::server::ServerOptions { ready: ready.clone(), ..Default::default() };
+    let server = cuzk_actors::control::server::ControlServer::bind(&control, opts).unwrap();
+    assert_eq!(call(&control, &Request::Ready).unwrap(), Response::Ok("starting".into()));
+    let out = ctl(&control, &["ready"]);
+    assert_eq!((out.status.code(), String::from_utf8_lossy(&out.stdout).trim()), (Some(1), "starting"));
+    let Response::Json(st) = call(&control, &Request::Status).unwrap() else { panic!("status") };
+    assert!(st.contains("\"state\":\"starting\""), "{st}");
+    match call(&control, &Request::Cancel { job: 1 }).unwrap() {
+        Response::Error(e) => assert!(e.contains("starting"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+
+    let gopts = cuzk_actors::grpc::GrpcOptions {
+        unix_socket: Some(grpc_sock.clone()),
+        tcp_listen: None,
+        token: None,
+        allow_remote: false,
+        max_message_bytes: 1 << 20,
+        cancel_on_disconnect: Default::default(),
+        filecoin: Default::default(),
+    };
+    let mut g = cuzk_actors::grpc::GrpcServer::start(cuzk_actors::grpc::Service::new(gopts.clone(), ready)).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let mut c = unix_client(grpc_sock.clone()).await;
+        assert_eq!(c.get_status(pb::GetStatusRequest {}).await.unwrap().into_inner().state, "starting");
+        code_and_message(c.submit_proof(pb::SubmitProofRequest::default()).await, Code::Unavailable, &["starting"]);
+        code_and_message(c.get_metrics(pb::GetMetricsRequest {}).await, Code::Unavailable, &["starting"]);
+    });
+    g.stop();
+    assert!(!grpc_sock.exists());
+    // A non-loopback TCP address without a token is refused at start, naming the way out.
+    let remote = cuzk_actors::grpc::GrpcOptions { unix_socket: None, tcp_listen: Some("0.0.0.0:0".into()), ..gopts };
+    let err = cuzk_actors::grpc::GrpcServer::start(cuzk_actors::grpc::Service::new(remote, Default::default())).err().unwrap();
+    assert!(err.contains("not a loopback address") && err.contains("grpc.token"), "{err}");
+    drop(server);
 }

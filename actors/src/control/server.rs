@@ -35,10 +35,15 @@ pub struct ServerOptions {
     pub filecoin: crate::filecoin::FilecoinConfig,
 }
 
-struct Shared {
+/// The engine, once it can prove.
+struct Live {
     engine: Arc<Engine>,
-    opts: ServerOptions,
     jobs: Arc<JobTable>,
+}
+
+struct Shared {
+    live: std::sync::OnceLock<Live>,
+    opts: ServerOptions,
     draining: AtomicBool,
     stop: AtomicBool,
     path: PathBuf,
@@ -63,8 +68,22 @@ fn peer_uid(s: &UnixStream) -> Result<u32, String> {
 
 impl ControlServer {
     /// Binds `path` (replacing a stale socket file), mode 0600, and starts serving.
+    /// Binds and serves with the engine `jobs` runs on.
     pub fn start(jobs: Arc<JobTable>, path: &Path, opts: ServerOptions) -> Result<ControlServer, String> {
-        let engine = jobs.engine().clone();
+        let s = Self::bind(path, opts)?;
+        s.attach(jobs);
+        Ok(s)
+    }
+
+    /// Hands the server its engine: until then it answers `Ready` and `Status` with `starting`,
+    /// `Shutdown` as usual, and everything else with an error saying it is starting.
+    pub fn attach(&self, jobs: Arc<JobTable>) {
+        let _ = self.shared.live.set(Live { engine: jobs.engine().clone(), jobs });
+    }
+
+    /// Binds `path` (replacing a stale socket file), mode 0600, and starts serving, before the
+    /// engine exists (see [`attach`](Self::attach)).
+    pub fn bind(path: &Path, opts: ServerOptions) -> Result<ControlServer, String> {
         if path.exists() {
             if UnixStream::connect(path).is_ok() {
                 return Err(format!("{}: another daemon is listening there", path.display()));
@@ -74,9 +93,8 @@ impl ControlServer {
         let listener = UnixListener::bind(path).map_err(|e| format!("binding {}: {e}", path.display()))?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| format!("chmod 0600 {}: {e}", path.display()))?;
         let shared = Arc::new(Shared {
-            engine,
+            live: std::sync::OnceLock::new(),
             opts,
-            jobs,
             draining: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             path: path.into(),
@@ -163,8 +181,20 @@ fn serve(sh: &Arc<Shared>, mut s: UnixStream) {
     }
 }
 
+/// The answers of a server whose engine is still starting.
+fn starting(sh: &Shared, req: Request) -> Response {
+    let state = sh.opts.ready.get().name();
+    match req {
+        Request::Ready => Response::Ok(state.into()),
+        Request::Status => Response::Json(serde_json::json!({ "state": state }).to_string()),
+        Request::Shutdown => Response::Ok("stopping".into()),
+        _ => Response::Error(format!("{state}: the engine cannot take requests yet (opening devices, compiling kernels)")),
+    }
+}
+
 fn handle(sh: &Arc<Shared>, req: Request) -> Response {
-    let e = &sh.engine;
+    let Some(live) = sh.live.get() else { return starting(sh, req) };
+    let e = &live.engine;
     match req {
         Request::Status => match (e.status(), e.pinned()) {
             (Ok(st), Ok((bytes, regs))) => {
@@ -173,12 +203,12 @@ fn handle(sh: &Arc<Shared>, req: Request) -> Response {
                 v["pin_registrations"] = regs.into();
                 v["draining"] = sh.draining.load(Ordering::Acquire).into();
                 v["state"] = sh.opts.ready.get().name().into();
-                v["tracked_jobs"] = sh.jobs.all().len().into();
+                v["tracked_jobs"] = live.jobs.all().len().into();
                 Response::Json(v.to_string())
             }
             (Err(x), _) | (_, Err(x)) => Response::Error(x),
         },
-        Request::Metrics => match sh.jobs.metrics().render(e, Some(&sh.jobs), sh.opts.ready.get()) {
+        Request::Metrics => match live.jobs.metrics().render(e, Some(&live.jobs), sh.opts.ready.get()) {
             Ok(text) => Response::Ok(text),
             Err(x) => Response::Error(x),
         },
@@ -190,7 +220,7 @@ fn handle(sh: &Arc<Shared>, req: Request) -> Response {
             },
             None => Response::Error("reload: this server was started without a settings file to reload".into()),
         },
-        Request::Cancel { job } => match sh.jobs.cancel(job) {
+        Request::Cancel { job } => match live.jobs.cancel(job) {
             Ok(true) => Response::Ok(format!("job {job} cancelled")),
             Ok(false) => Response::Error(format!("job {job} is not running (it already ended)")),
             Err(x) => Response::Error(format!("job {job} is not running: {x}")),
@@ -211,11 +241,11 @@ fn handle(sh: &Arc<Shared>, req: Request) -> Response {
             e.set_paused(false);
             Response::Ok("dispatch resumed".into())
         }
-        Request::ProveExample { circuit, size, partitions } => prove_example(sh, &circuit, size, partitions),
-        Request::Wait { job } => match sh.jobs.get(job) {
+        Request::ProveExample { circuit, size, partitions } => prove_example(sh, live, &circuit, size, partitions),
+        Request::Wait { job } => match live.jobs.get(job) {
             None => Response::Error(format!(
                 "job {job} is unknown: not submitted through this daemon, or forgotten {} s after it ended (jobs.retain_s)",
-                sh.jobs.retain().as_secs()
+                live.jobs.retain().as_secs()
             )),
             Some(t) => match t.wait(None).map(|o| o.result.clone()) {
                 None => Response::Error(format!("job {job}: the daemon stopped before it ended")),
@@ -233,7 +263,7 @@ fn handle(sh: &Arc<Shared>, req: Request) -> Response {
         Request::Drain => {
             sh.draining.store(true, Ordering::Release);
             sh.opts.ready.set(State::Draining);
-            let live = sh.jobs.live();
+            let live = live.jobs.live();
             let n = live.len();
             let failed = live.iter().filter(|t| t.wait(None).is_none_or(|o| !o.is_success())).count();
             stop(sh);
@@ -241,31 +271,31 @@ fn handle(sh: &Arc<Shared>, req: Request) -> Response {
         }
         Request::Shutdown => Response::Ok("stopping".into()),
         #[cfg(feature = "filecoin")]
-        Request::Prove(req) => prove_filecoin(sh, req),
+        Request::Prove(req) => prove_filecoin(sh, live, req),
     }
 }
 
 /// Submits a Filecoin proof; its errors (malformed input, missing parameters, a circuit that
 /// cannot be built) are this request's answer, and the daemon goes on.
 #[cfg(feature = "filecoin")]
-fn prove_filecoin(sh: &Arc<Shared>, req: cuzk_filecoin::ProofRequest) -> Response {
+fn prove_filecoin(sh: &Arc<Shared>, live: &Live, req: cuzk_filecoin::ProofRequest) -> Response {
     if sh.draining.load(Ordering::Acquire) {
         return Response::Error("draining: no new work is accepted".into());
     }
     let kind = req.kind();
     let start = std::time::Instant::now();
-    match sh.engine.submit_filecoin(req, &sh.opts.filecoin) {
+    match live.engine.submit_filecoin(req, &sh.opts.filecoin) {
         Ok(j) => {
             let job = j.handle.id;
             let sub = Submission { kind: kind.name().into(), request_id: String::new(), partitions: j.partitions, srs_load: start.elapsed() };
-            sh.jobs.track(j.handle, sub);
+            live.jobs.track(j.handle, sub);
             Response::Submitted { job }
         }
         Err(x) => Response::Error(format!("{kind} request: {x}")),
     }
 }
 
-fn prove_example(sh: &Arc<Shared>, circuit: &str, size: usize, partitions: usize) -> Response {
+fn prove_example(sh: &Arc<Shared>, live: &Live, circuit: &str, size: usize, partitions: usize) -> Response {
     if sh.draining.load(Ordering::Acquire) {
         return Response::Error("draining: no new work is accepted".into());
     }
@@ -279,15 +309,15 @@ fn prove_example(sh: &Arc<Shared>, circuit: &str, size: usize, partitions: usize
     if let Err(x) = ensure_params(&path, blank, Example::SETUP_SEED) {
         return Response::Error(format!("parameters for {circuit} {size}: {x}"));
     }
-    let srs = match sh.engine.load_srs(&path) {
+    let srs = match live.engine.load_srs(&path) {
         Ok(s) => s,
         Err(x) => return Response::Error(x),
     };
     let circuits: Vec<Example> = (0..partitions).filter_map(|p| Example::new(circuit, size, 1000 + p as u64)).collect();
-    match sh.engine.submit(JobSpec::new(srs, circuits)) {
+    match live.engine.submit(JobSpec::new(srs, circuits)) {
         Ok(h) => {
             let job = h.id;
-            sh.jobs.track(h, Submission { kind: format!("example-{circuit}"), request_id: String::new(), partitions, srs_load: std::time::Duration::ZERO });
+            live.jobs.track(h, Submission { kind: format!("example-{circuit}"), request_id: String::new(), partitions, srs_load: std::time::Duration::ZERO });
             Response::Submitted { job }
         }
         Err(x) => Response::Error(x),

@@ -53,7 +53,8 @@ pub struct GrpcOptions {
 }
 
 struct Inner {
-    jobs: Arc<JobTable>,
+    /// Set once the engine can prove ([`Service::attach`]).
+    jobs: std::sync::OnceLock<Arc<JobTable>>,
     opts: GrpcOptions,
     ready: Readiness,
     /// Parameter file → the circuit id it was asked for by.
@@ -131,12 +132,23 @@ impl Drop for DisconnectGuard {
 }
 
 impl Service {
-    pub fn new(jobs: Arc<JobTable>, opts: GrpcOptions, ready: Readiness) -> Service {
-        Service(Arc::new(Inner { jobs, opts, ready, circuits: Mutex::new(HashMap::new()) }))
+    /// A service whose engine is still starting: it answers `GetStatus` (state `starting`) and
+    /// `UNAVAILABLE` to the rest until [`attach`](Self::attach).
+    pub fn new(opts: GrpcOptions, ready: Readiness) -> Service {
+        Service(Arc::new(Inner { jobs: std::sync::OnceLock::new(), opts, ready, circuits: Mutex::new(HashMap::new()) }))
     }
 
-    fn engine(&self) -> &Arc<crate::Engine> {
-        self.0.jobs.engine()
+    /// Hands the service the daemon's job table (and so its engine).
+    pub fn attach(&self, jobs: Arc<JobTable>) {
+        let _ = self.0.jobs.set(jobs);
+    }
+
+    fn jobs(&self) -> Result<&Arc<JobTable>, Status> {
+        self.0.jobs.get().ok_or_else(|| Status::unavailable("starting: the engine cannot prove yet (opening devices, compiling kernels)"))
+    }
+
+    fn engine(&self) -> Result<&Arc<crate::Engine>, Status> {
+        self.jobs().map(|j| j.engine())
     }
 
     fn accepting(&self) -> Result<(), Status> {
@@ -156,7 +168,7 @@ impl Service {
     /// Submits (or finds, for a repeated request id) the job of `req`.
     async fn submit(&self, req: pb::SubmitProofRequest) -> Result<Arc<Tracked>, Status> {
         self.accepting()?;
-        if let Some(t) = self.0.jobs.by_request(&req.request_id) {
+        if let Some(t) = self.jobs()?.by_request(&req.request_id) {
             return Ok(t);
         }
         let (proof, named) = curio::to_proof_request(&req).map_err(|e| Status::invalid_argument(e.0))?;
@@ -183,14 +195,14 @@ impl Service {
         let cfg = &self.0.opts.filecoin;
         let path = params::locate(reg, &params::dir(cfg.params_dir.as_deref())).map_err(fail)?;
         let start = Instant::now();
-        let srs = self.engine().load_srs(&path).map_err(|e| Status::failed_precondition(format!("parameters {}: {e}", path.display())))?;
+        let srs = self.engine()?.load_srs(&path).map_err(|e| Status::failed_precondition(format!("parameters {}: {e}", path.display())))?;
         let srs_load = start.elapsed();
         self.remember(&path, reg);
         let priority = curio::priority(prio, (cfg.priority)(kind));
         let spec = job_spec(parsed, srs, priority).map_err(fail)?;
         let partitions = spec.partitions.len();
-        let handle = self.engine().submit(spec).map_err(Status::unavailable)?;
-        Ok(self.0.jobs.track(handle, Submission { kind: kind.name().into(), request_id, partitions, srs_load }))
+        let handle = self.engine()?.submit(spec).map_err(Status::unavailable)?;
+        Ok(self.jobs()?.track(handle, Submission { kind: kind.name().into(), request_id, partitions, srs_load }))
     }
 
     /// Waits for `t` (at most `limit`), keeping the job if the client hangs up.
@@ -198,7 +210,7 @@ impl Service {
         if let Some(o) = t.outcome() {
             return Ok(response_of(&t, &o));
         }
-        let mut guard = DisconnectGuard { jobs: self.0.jobs.clone(), job: t.id, cancel: self.0.opts.cancel_on_disconnect.load(Ordering::Acquire), done: false };
+        let mut guard = DisconnectGuard { jobs: self.jobs()?.clone(), job: t.id, cancel: self.0.opts.cancel_on_disconnect.load(Ordering::Acquire), done: false };
         let waiter = t.clone();
         let got = tokio::task::spawn_blocking(move || waiter.wait(limit)).await.map_err(|e| Status::internal(format!("wait task: {e}")))?;
         guard.done = true;
@@ -224,11 +236,11 @@ impl Service {
     }
 
     fn status_now(&self) -> Result<pb::GetStatusResponse, Status> {
-        let e = self.engine();
+        let e = self.engine()?;
         let st = e.status().map_err(Status::unavailable)?;
         let (pinned, _) = e.pinned().map_err(Status::unavailable)?;
         let loaded = e.loaded_srs().map_err(Status::unavailable)?;
-        let tracked = self.0.jobs.all();
+        let tracked = self.jobs()?.all();
         let kind_of = |job: u64| tracked.iter().find(|t| t.id == job).map(|t| t.kind.clone()).unwrap_or_default();
         let unlimited = |c: u64| if c >= crate::budget::UNLIMITED { 0 } else { c };
         let names = e.device_names();
@@ -274,7 +286,7 @@ impl Service {
                 q.pending += 1;
             }
         }
-        let (completed, failed) = self.0.jobs.metrics().totals();
+        let (completed, failed) = self.jobs()?.metrics().totals();
         let budgets = st
             .vram
             .iter()
@@ -287,7 +299,7 @@ impl Service {
             queues,
             total_proofs_completed: completed,
             total_proofs_failed: failed,
-            uptime_seconds: self.0.jobs.metrics().uptime().as_secs(),
+            uptime_seconds: self.jobs()?.metrics().uptime().as_secs(),
             pinned_memory_bytes: pinned as u64,
             pinned_memory_limit_bytes: 0,
             state: self.0.ready.get().name().into(),
@@ -300,16 +312,15 @@ impl Service {
 impl ProvingEngine for Service {
     async fn submit_proof(&self, req: Request<pb::SubmitProofRequest>) -> Result<Response<pb::SubmitProofResponse>, Status> {
         let t = self.submit(req.into_inner()).await?;
-        let ahead = self.engine().status().map(|s| s.job_list.iter().filter(|j| j.id < t.id && !j.cancelled).count()).unwrap_or(0);
+        let ahead = self.engine()?.status().map(|s| s.job_list.iter().filter(|j| j.id < t.id && !j.cancelled).count()).unwrap_or(0);
         Ok(Response::new(pb::SubmitProofResponse { job_id: t.id.to_string(), queue_position: ahead as u32, assigned_gpu: String::new() }))
     }
 
     async fn await_proof(&self, req: Request<pb::AwaitProofRequest>) -> Result<Response<pb::AwaitProofResponse>, Status> {
         let r = req.into_inner();
         let id = job_id(&r.job_id)?;
-        let t = self.0.jobs.get(id).ok_or_else(|| {
-            Status::not_found(format!("job {id} is unknown (not submitted here, or forgotten {} s after it ended)", self.0.jobs.retain().as_secs()))
-        })?;
+        let jobs = self.jobs()?;
+        let t = jobs.get(id).ok_or_else(|| Status::not_found(format!("job {id} is unknown (not submitted here, or forgotten {} s after it ended)", jobs.retain().as_secs())))?;
         let limit = (r.timeout_ms > 0).then(|| Duration::from_millis(r.timeout_ms));
         Ok(Response::new(self.wait(t, limit).await?))
     }
@@ -322,7 +333,7 @@ impl ProvingEngine for Service {
 
     async fn cancel_proof(&self, req: Request<pb::CancelProofRequest>) -> Result<Response<pb::CancelProofResponse>, Status> {
         let id = job_id(&req.into_inner().job_id)?;
-        let jobs = self.0.jobs.clone();
+        let jobs = self.jobs()?.clone();
         let r = tokio::task::spawn_blocking(move || jobs.cancel(id)).await.map_err(|e| Status::internal(format!("cancel task: {e}")))?;
         match r {
             Ok(was_running) => Ok(Response::new(pb::CancelProofResponse { was_running })),
@@ -331,6 +342,9 @@ impl ProvingEngine for Service {
     }
 
     async fn get_status(&self, _: Request<pb::GetStatusRequest>) -> Result<Response<pb::GetStatusResponse>, Status> {
+        if self.0.jobs.get().is_none() {
+            return Ok(Response::new(pb::GetStatusResponse { state: self.0.ready.get().name().into(), ..Default::default() }));
+        }
         let svc = self.clone();
         let r = tokio::task::spawn_blocking(move || svc.status_now()).await.map_err(|e| Status::internal(format!("status task: {e}")))?;
         Ok(Response::new(r?))
@@ -338,10 +352,12 @@ impl ProvingEngine for Service {
 
     async fn get_metrics(&self, _: Request<pb::GetMetricsRequest>) -> Result<Response<pb::GetMetricsResponse>, Status> {
         let svc = self.clone();
-        let text = tokio::task::spawn_blocking(move || svc.0.jobs.metrics().render(svc.engine(), Some(&svc.0.jobs), svc.0.ready.get()))
-            .await
-            .map_err(|e| Status::internal(format!("metrics task: {e}")))?
-            .map_err(Status::unavailable)?;
+        let text = tokio::task::spawn_blocking(move || {
+            let jobs = svc.jobs()?;
+            jobs.metrics().render(jobs.engine(), Some(jobs), svc.0.ready.get()).map_err(Status::unavailable)
+        })
+        .await
+        .map_err(|e| Status::internal(format!("metrics task: {e}")))??;
         Ok(Response::new(pb::GetMetricsResponse { prometheus_text: text }))
     }
 
@@ -350,7 +366,7 @@ impl ProvingEngine for Service {
         let (path, reg) = self.circuit_path(&id)?;
         let svc = self.clone();
         let r = tokio::task::spawn_blocking(move || {
-            let e = svc.engine();
+            let e = svc.engine()?;
             let already = e.loaded_srs().map_err(Status::unavailable)?.iter().any(|s| s.path == path);
             let start = Instant::now();
             e.load_srs(&path).map_err(|x| if path.exists() { Status::failed_precondition(x) } else { Status::not_found(x) })?;
@@ -375,7 +391,7 @@ impl ProvingEngine for Service {
         };
         let svc = self.clone();
         let r = tokio::task::spawn_blocking(move || {
-            let e = svc.engine();
+            let e = svc.engine()?;
             let Some(s) = e.loaded_srs().map_err(Status::unavailable)?.into_iter().find(|s| s.path == path) else {
                 return Ok(pb::EvictSrsResponse { was_loaded: false, freed_bytes: 0 });
             };

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use cudarc::driver::{sys as dsys, CudaContext, CudaFunction, CudaStream, LaunchConfig};
 use cudarc::nvrtc::Ptx;
 
-use super::nvrtc::{compile, nvrtc_present, Compiled};
+use super::nvrtc::{compile_all, nvrtc_present, Compiled};
 use super::sources::Module;
 use super::{backend_err, Result};
 
@@ -83,8 +83,9 @@ impl GpuDevice {
         let verbose = std::env::var_os("CUZK_GPU_VERBOSE").is_some();
         let mut funcs = HashMap::new();
         let mut compiled = Vec::new();
-        for (module, names) in KERNELS {
-            let c = compile(*module, cc, true).map_err(backend_err)?;
+        let modules: Vec<Module> = KERNELS.iter().map(|(m, _)| *m).collect();
+        for ((module, names), c) in KERNELS.iter().zip(compile_all(&modules, cc, true)) {
+            let c = c.map_err(backend_err)?;
             if !c.from_cache {
                 eprintln!("cuzk: NVRTC compiled module {} for {} in {:.1} s", module.name(), c.arch, c.compile_secs);
                 if verbose {

@@ -110,6 +110,16 @@ pub fn compile(module: Module, cc: (i32, i32), use_cache: bool) -> Result<Compil
     Ok(Compiled { module, arch, cubin, log, compile_secs, from_cache: false })
 }
 
+/// Compiles (or loads from the cache) each of `modules`, all at once, a thread each: NVRTC
+/// compiles separate programs concurrently, so a cold start costs about the slowest module rather
+/// than the sum of them. Results in the order of `modules`.
+pub fn compile_all(modules: &[Module], cc: (i32, i32), use_cache: bool) -> Vec<Result<Compiled, String>> {
+    std::thread::scope(|s| {
+        let threads: Vec<_> = modules.iter().map(|&m| (m, s.spawn(move || compile(m, cc, use_cache)))).collect();
+        threads.into_iter().map(|(m, t)| t.join().unwrap_or_else(|_| Err(format!("NVRTC module {}: the compiling thread panicked", m.name())))).collect()
+    })
+}
+
 /// What the cache holds for a key.
 enum Entry {
     Good(Vec<u8>),

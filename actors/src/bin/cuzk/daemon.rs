@@ -76,9 +76,9 @@ struct Overrides {
 }
 
 /// Applies the live keys of a re-read config; refuses (naming them) keys that need a restart.
-fn reloader(file: Option<PathBuf>, cli: Overrides, current: Settings, jobs: Arc<JobTable>, cancel_on_disconnect: Arc<AtomicBool>) -> impl Fn(Option<&Path>) -> std::result::Result<String, String> + Send + Sync {
+fn reloader(file: Option<PathBuf>, cli: Overrides, current: Settings, cancel_on_disconnect: Arc<AtomicBool>) -> impl Fn(Option<&Path>, &JobTable) -> std::result::Result<String, String> + Send + Sync {
     let current = Mutex::new(current);
-    move |path: Option<&Path>| {
+    move |path: Option<&Path>, jobs: &JobTable| {
         let new = settings(path.or(file.as_deref()), &cli)?;
         let mut cur = current.lock().map_err(|_| "reload: settings lock poisoned".to_string())?;
         let changed = cur.live_changes(&new)?;
@@ -99,29 +99,27 @@ pub fn run(a: Args) -> Result<()> {
     let l = log::component("daemon");
     let config_ms = t0.elapsed().as_millis() as u64;
 
+    // The sockets first: probes and clients get `starting` while the devices open and the
+    // kernels compile, rather than no answer.
     let t = Instant::now();
-    // No SRS is known yet: residency `auto` keeps SRS sets resident on a GPU.
-    let (engine, devices) = Engine::from_settings(&settings, None)?;
-    let devices_ms = t.elapsed().as_millis() as u64;
-    slog::info!(l, "devices open"; "devices" => devices, "ms" => devices_ms);
-    let engine = Arc::new(engine);
-    let metrics = Arc::new(Metrics::default());
-    let jobs = JobTable::new(engine.clone(), metrics.clone(), Duration::from_secs(settings.jobs.retain_s));
     let ready = Readiness::default();
     let filecoin = cuzk_actors::filecoin::FilecoinConfig { params_dir: a.filecoin_params_dir.clone(), ..Default::default() };
     let cancel_on_disconnect = Arc::new(AtomicBool::new(settings.grpc.cancel_on_disconnect));
-
-    let t = Instant::now();
     let socket = a.socket.unwrap_or_else(default_socket);
+    let table = Arc::new(std::sync::OnceLock::<Arc<JobTable>>::new());
+    let reload_table = table.clone();
+    let reload_fn = reloader(a.config.clone(), cli, settings.clone(), cancel_on_disconnect.clone());
     let opts = ServerOptions {
         ready: ready.clone(),
-        reload: Some(Arc::new(reloader(a.config.clone(), cli, settings.clone(), jobs.clone(), cancel_on_disconnect.clone()))),
+        reload: Some(Arc::new(move |p: Option<&Path>| match reload_table.get() {
+            Some(jobs) => reload_fn(p, jobs),
+            None => Err("reload: the engine is still starting".into()),
+        })),
         example_params_dir: a.params_dir.unwrap_or_else(crate::default_params_dir),
         filecoin: filecoin.clone(),
     };
-    let server = ControlServer::start(jobs.clone(), &socket, opts)?;
+    let server = ControlServer::bind(&socket, opts)?;
     slog::info!(l, "control socket listening"; "socket" => socket.display().to_string());
-
     let g = &settings.grpc;
     let mut grpc = None;
     if nonempty(&g.unix_socket).is_some() || nonempty(&g.tcp_listen).is_some() {
@@ -134,20 +132,34 @@ pub fn run(a: Args) -> Result<()> {
             cancel_on_disconnect: cancel_on_disconnect.clone(),
             filecoin,
         };
-        let service = cuzk_actors::grpc::Service::new(jobs.clone(), gopts, ready.clone());
-        grpc = Some(cuzk_actors::grpc::GrpcServer::start(service)?);
+        let service = cuzk_actors::grpc::Service::new(gopts, ready.clone());
+        grpc = Some((cuzk_actors::grpc::GrpcServer::start(service.clone())?, service));
+    }
+    let listen_ms = t.elapsed().as_millis() as u64;
+
+    let t = Instant::now();
+    // No SRS is known yet: residency `auto` keeps SRS sets resident on a GPU.
+    let (engine, devices) = Engine::from_settings(&settings, None)?;
+    let devices_ms = t.elapsed().as_millis() as u64;
+    slog::info!(l, "devices open"; "devices" => devices, "ms" => devices_ms);
+    let engine = Arc::new(engine);
+    let metrics = Arc::new(Metrics::default());
+    let jobs = JobTable::new(engine.clone(), metrics.clone(), Duration::from_secs(settings.jobs.retain_s));
+    let _ = table.set(jobs.clone());
+    server.attach(jobs.clone());
+    if let Some((_, service)) = &grpc {
+        service.attach(jobs.clone());
     }
     if let Some(addr) = nonempty(&settings.metrics.http_listen) {
         let (e, j, r) = (engine.clone(), jobs.clone(), ready.clone());
         let http = serve_http(&addr, Arc::new(move || j.metrics().render(&e, Some(&j), r.get())))?;
         slog::info!(l, "metrics over HTTP"; "url" => format!("http://{}/metrics", http.addr));
     }
-    let listen_ms = t.elapsed().as_millis() as u64;
     ready.set(State::Ready);
-    slog::info!(l, "ready"; "startup_ms" => t0.elapsed().as_millis() as u64, "config_ms" => config_ms, "devices_ms" => devices_ms, "listen_ms" => listen_ms);
+    slog::info!(l, "ready"; "startup_ms" => t0.elapsed().as_millis() as u64, "config_ms" => config_ms, "listen_ms" => listen_ms, "devices_ms" => devices_ms);
 
     server.wait();
-    if let Some(mut g) = grpc {
+    if let Some((mut g, _)) = grpc {
         g.stop();
     }
     engine.shutdown();

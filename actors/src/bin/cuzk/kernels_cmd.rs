@@ -4,7 +4,7 @@
 //! Options set in `CUZK_NVRTC_OPTIONS` (the tuning switches) are part of the cache key, as at run
 //! time.
 
-use cuzk_engine::gpu::nvrtc::{cache_dir, compile};
+use cuzk_engine::gpu::nvrtc::{cache_dir, compile_all};
 use cuzk_engine::gpu::sources::Module;
 
 use crate::common::Result;
@@ -36,12 +36,7 @@ pub fn run(c: Cmd) -> Result<()> {
     let caps = a.arch.iter().map(|s| capability(s)).collect::<Result<Vec<_>>>()?;
     println!("# kernel cache: {}", cache_dir().display());
     for cc in caps {
-        // The modules compile independently: one thread each.
-        let built: Vec<_> = std::thread::scope(|s| {
-            let handles: Vec<_> = Module::ALL.iter().map(|&m| s.spawn(move || compile(m, cc, true))).collect();
-            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("an NVRTC compile thread panicked".into()))).collect()
-        });
-        for k in built {
+        for k in compile_all(&Module::ALL, cc, true) {
             let k = k?;
             let how = if k.from_cache { "already cached".to_string() } else { format!("compiled in {:.1} s", k.compile_secs) };
             println!("{:<9} {}  {:>8} bytes  {how}", k.module.name(), k.arch, k.cubin.len());
