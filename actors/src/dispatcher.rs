@@ -42,6 +42,7 @@ struct InFlight {
 
 struct JobState {
     spec_srs: Arc<cuzk_srs::Srs>,
+    kind: Arc<str>,
     priority: Priority,
     synths: Vec<Option<SynthFn>>,
     rs: Vec<(Scalar, Scalar)>,
@@ -119,6 +120,17 @@ impl Dispatcher {
     }
 
     fn fail(&mut self, job: JobId, err: JobError) {
+        if let Some(st) = self.jobs.get(&job) {
+            let partition = match &err {
+                JobError::Failed { partition, .. } => Some(*partition),
+                _ => None,
+            };
+            let l = crate::log::job(job, partition, &st.kind, None);
+            match &err {
+                JobError::Cancelled(_) => slog::info!(l, "job cancelled: its queued partitions dropped, reservations released"),
+                e => slog::warn!(l, "{}", e),
+            }
+        }
         if let Some(st) = self.jobs.get_mut(&job) {
             st.cancelled.store(true, Ordering::Release);
             if let Some(reply) = st.reply.take() {
@@ -294,6 +306,7 @@ impl Dispatcher {
                 self.dispatch_log.pop_front();
             }
             self.dispatch_log.push_back(ticket.key);
+            slog::debug!(crate::log::job(job, Some(partition), &st.kind, Some(gpu)), "partition dispatched"; "bytes" => bytes, "tier" => format!("{tier:?}"));
             self.uploaders[gpu].do_send(Upload { ticket, prepared, bytes });
         }
     }
@@ -330,7 +343,7 @@ impl Handler<Submit> for Dispatcher {
         let id = self.next_job;
         self.next_job += 1;
         let _ = msg.id.send(id);
-        let JobSpec { srs, partitions, priority, randomness } = msg.spec;
+        let JobSpec { srs, partitions, priority, randomness, kind } = msg.spec;
         let count = partitions.len();
         let rs = match randomness {
             Randomness::Fixed(v) if v.len() == count => v,
@@ -355,6 +368,7 @@ impl Handler<Submit> for Dispatcher {
             id,
             JobState {
                 spec_srs: srs,
+                kind,
                 priority,
                 synths: partitions.into_iter().map(Some).collect(),
                 rs,
@@ -476,6 +490,7 @@ impl Handler<PartitionDone> for Dispatcher {
             Err(what) => self.fail(job, JobError::Failed { job, partition, what }),
             Ok(done) => {
                 if let Some(st) = self.jobs.get_mut(&job) {
+                    slog::debug!(crate::log::job(job, Some(partition), &st.kind, None), "partition proved"; "remaining" => st.remaining - 1);
                     st.done[partition] = Some(done);
                     st.remaining -= 1;
                     if st.remaining == 0 {

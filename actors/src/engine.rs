@@ -86,6 +86,9 @@ impl Engine {
         if backends.is_empty() || backends.len() != cfg.vram_budget.len() {
             return Err(format!("{} backends but {} VRAM budgets", backends.len(), cfg.vram_budget.len()));
         }
+        // The engine's diagnostics (`log` facade) into the slog logger, unless the embedding
+        // program routes `log` itself.
+        crate::log::bridge();
         let timeline = Timeline::default();
         let device_names = (0..backends.len()).map(|i| format!("device {i}")).collect();
         let (tx, rx) = crossbeam_channel::bounded::<Result<Started, String>>(1);

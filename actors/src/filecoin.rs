@@ -50,7 +50,8 @@ pub struct FilecoinJob {
 
 /// Builds the job of `parsed` against the already loaded `srs`.
 pub fn job_spec(parsed: Parsed, srs: Arc<Srs>, priority: Priority) -> Result<JobSpec, FilecoinError> {
-    parsed.build(ToJob { srs })?.map(|spec| spec.priority(priority))
+    let kind = parsed.kind();
+    parsed.build(ToJob { srs })?.map(|spec| spec.priority(priority).kind(kind.name()))
 }
 
 struct ToJob {
@@ -60,7 +61,7 @@ struct ToJob {
 impl CircuitSink for ToJob {
     type Out = Result<JobSpec, FilecoinError>;
     fn take<C: Circuit<Scalar> + Send + 'static>(self, parts: Partitions<C>) -> Self::Out {
-        JobSpec::with_expected_inputs(self.srs, parts.circuits, parts.public_inputs).map_err(|e| FilecoinError::Invalid { what: "job".into(), detail: e })
+        JobSpec::with_parallel_witness(self.srs, parts.circuits, parts.public_inputs, parts.parallel_witness).map_err(|e| FilecoinError::Invalid { what: "job".into(), detail: e })
     }
 }
 

@@ -40,13 +40,15 @@ pub struct JobSpec {
     pub partitions: Vec<SynthFn>,
     pub priority: Priority,
     pub randomness: Randomness,
+    /// What kind of proof this is, for log lines (`porep`, `snap`, …; `custom` unless set).
+    pub kind: Arc<str>,
 }
 
 impl JobSpec {
     /// A job proving `circuits` (the partitions of one proof) against `srs`.
     pub fn new<C: Circuit<Scalar> + Send + 'static>(srs: Arc<Srs>, circuits: Vec<C>) -> Self {
         let partitions = circuits.into_iter().enumerate().map(|(i, c)| synth_fn(&srs, i, c, None)).collect();
-        JobSpec { srs, partitions, priority: Priority::Normal, randomness: Randomness::Random }
+        JobSpec { srs, partitions, priority: Priority::Normal, randomness: Randomness::Random, kind: Arc::from("custom") }
     }
 
     /// A job whose partitions must synthesize to exactly these public inputs (`expected[i]` for
@@ -57,7 +59,7 @@ impl JobSpec {
             return Err(format!("{} circuits but {} public-input vectors", circuits.len(), expected.len()));
         }
         let partitions = circuits.into_iter().zip(expected).enumerate().map(|(i, (c, e))| synth_fn(&srs, i, c, Some(e))).collect();
-        Ok(JobSpec { srs, partitions, priority: Priority::Normal, randomness: Randomness::Random })
+        Ok(JobSpec { srs, partitions, priority: Priority::Normal, randomness: Randomness::Random, kind: Arc::from("custom") })
     }
     pub fn priority(mut self, p: Priority) -> Self {
         self.priority = p;
@@ -65,6 +67,11 @@ impl JobSpec {
     }
     pub fn randomness(mut self, r: Randomness) -> Self {
         self.randomness = r;
+        self
+    }
+    /// Names the kind of proof in log lines.
+    pub fn kind(mut self, k: &str) -> Self {
+        self.kind = Arc::from(k);
         self
     }
 }

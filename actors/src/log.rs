@@ -1,6 +1,9 @@
 //! Structured logs (slog): one process-wide logger, terminal or JSON lines on stderr, its level
 //! from `log.level`. Lines about a job carry `job`, `partition`, `kind` and `gpu` (null where not
 //! known or not relevant). Until [`init`] runs, the logger writes terminal lines at `info`.
+//! cuzk-engine writes its diagnostics through the `log` facade; [`bridge`] (called by
+//! `Engine::start`, unless the embedding program installed a `log` logger of its own) forwards
+//! them here with `component = engine` and their target.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -84,6 +87,50 @@ pub fn init(format: Format, level: Level) -> bool {
 
 pub fn logger() -> &'static Logger {
     LOGGER.get_or_init(|| build(Format::Terminal, Level::Info))
+}
+
+struct Bridge;
+
+impl log::Log for Bridge {
+    fn enabled(&self, m: &log::Metadata) -> bool {
+        slog_level(m.level()).as_usize() <= LEVEL.load(Ordering::Relaxed)
+    }
+    fn log(&self, r: &log::Record) {
+        if !self.enabled(r.metadata()) {
+            return;
+        }
+        let l = logger();
+        let target = r.target().to_string();
+        match r.level() {
+            log::Level::Error => slog::error!(l, "{}", r.args(); "component" => "engine", "target" => target),
+            log::Level::Warn => slog::warn!(l, "{}", r.args(); "component" => "engine", "target" => target),
+            log::Level::Info => slog::info!(l, "{}", r.args(); "component" => "engine", "target" => target),
+            log::Level::Debug => slog::debug!(l, "{}", r.args(); "component" => "engine", "target" => target),
+            log::Level::Trace => slog::trace!(l, "{}", r.args(); "component" => "engine", "target" => target),
+        }
+    }
+    fn flush(&self) {}
+}
+
+fn slog_level(l: log::Level) -> Level {
+    match l {
+        log::Level::Error => Level::Error,
+        log::Level::Warn => Level::Warning,
+        log::Level::Info => Level::Info,
+        log::Level::Debug => Level::Debug,
+        log::Level::Trace => Level::Trace,
+    }
+}
+
+/// Forwards the `log` facade (cuzk-engine's diagnostics) into this logger; `false` if another
+/// `log` logger was installed first (it stays).
+pub fn bridge() -> bool {
+    static BRIDGE: Bridge = Bridge;
+    let ok = log::set_logger(&BRIDGE).is_ok();
+    if ok {
+        log::set_max_level(log::LevelFilter::Trace);
+    }
+    ok
 }
 
 /// A logger whose lines carry a job's fields.

@@ -429,6 +429,40 @@ pub struct GrpcServer {
     pub tcp_addr: Option<SocketAddr>,
 }
 
+/// The shared-token check of a listener (`None`: none required).
+#[derive(Clone)]
+struct TokenCheck(Option<String>);
+
+impl tonic::service::Interceptor for TokenCheck {
+    fn call(&mut self, req: Request<()>) -> Result<Request<()>, Status> {
+        match &self.0 {
+            Some(t) => check_token(t, &req).map(|()| req),
+            None => Ok(req),
+        }
+    }
+}
+
+type Served = tonic::service::interceptor::InterceptedService<ProvingEngineServer<Service>, TokenCheck>;
+
+/// Serves `svc` on `incoming` until `stop` turns true.
+async fn serve<I, IO, IE>(svc: Served, incoming: I, mut stop: tokio::sync::watch::Receiver<bool>, l: slog::Logger, what: &'static str)
+where
+    I: tokio_stream::Stream<Item = Result<IO, IE>>,
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + tonic::transport::server::Connected + Unpin + Send + 'static,
+    IO::ConnectInfo: Clone + Send + Sync + 'static,
+    IE: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let r = tonic::transport::Server::builder()
+        .add_service(svc)
+        .serve_with_incoming_shutdown(incoming, async move {
+            let _ = stop.wait_for(|v| *v).await;
+        })
+        .await;
+    if let Err(e) = r {
+        slog::error!(l, "gRPC on {} stopped: {}", what, e);
+    }
+}
+
 fn is_loopback(addr: &SocketAddr) -> bool {
     addr.ip().is_loopback()
 }
@@ -449,7 +483,10 @@ impl GrpcServer {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let max = opts.max_message_bytes;
         let svc = Arc::new(service);
-        let server = || ProvingEngineServer::from_arc(svc.clone()).max_decoding_message_size(max).max_encoding_message_size(max);
+        let server = |check: TokenCheck| {
+            let s = ProvingEngineServer::from_arc(svc.clone()).max_decoding_message_size(max).max_encoding_message_size(max);
+            tonic::service::interceptor::InterceptedService::new(s, check)
+        };
         let l = log::component("grpc");
         let mut unix_socket = None;
         if let Some(path) = &opts.unix_socket {
@@ -465,21 +502,8 @@ impl GrpcServer {
             };
             std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| format!("chmod 0600 {}: {e}", path.display()))?;
             let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
-            let mut stop = stop_rx.clone();
-            let s = server();
-            let (log_u, p) = (l.clone(), path.clone());
-            runtime.spawn(async move {
-                let r = tonic::transport::Server::builder()
-                    .add_service(s)
-                    .serve_with_incoming_shutdown(incoming, async move {
-                        let _ = stop.wait_for(|v| *v).await;
-                    })
-                    .await;
-                if let Err(e) = r {
-                    slog::error!(log_u, "gRPC on the unix socket stopped: {}", e);
-                }
-                let _ = std::fs::remove_file(&p);
-            });
+            // The socket's file mode guards it: no token there.
+            runtime.spawn(serve(server(TokenCheck(None)), incoming, stop_rx.clone(), l.clone(), "the unix socket"));
             slog::info!(l, "gRPC cuzk.v1.ProvingEngine listening"; "unix_socket" => path.display().to_string());
             unix_socket = Some(path.clone());
         }
@@ -498,24 +522,7 @@ impl GrpcServer {
                 ));
             }
             let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
-            let mut stop = stop_rx.clone();
-            let token = opts.token.clone();
-            let s = tonic::service::interceptor::InterceptedService::new(server(), move |req: Request<()>| match &token {
-                Some(t) => check_token(t, &req).map(|()| req),
-                None => Ok(req),
-            });
-            let log_t = l.clone();
-            runtime.spawn(async move {
-                let r = tonic::transport::Server::builder()
-                    .add_service(s)
-                    .serve_with_incoming_shutdown(incoming, async move {
-                        let _ = stop.wait_for(|v| *v).await;
-                    })
-                    .await;
-                if let Err(e) = r {
-                    slog::error!(log_t, "gRPC on TCP stopped: {}", e);
-                }
-            });
+            runtime.spawn(serve(server(TokenCheck(opts.token.clone())), incoming, stop_rx.clone(), l.clone(), "TCP"));
             slog::info!(l, "gRPC cuzk.v1.ProvingEngine listening"; "tcp" => bound.to_string(), "token" => opts.token.is_some());
             tcp_addr = Some(bound);
         }

@@ -70,7 +70,7 @@ impl GpuDevice {
         let stream = ctx.new_stream().map_err(|e| backend_err(format!("stream on GPU {ordinal}: {e:?}")))?;
         if let Err(e) = super::pool::keep(&ctx) {
             // Only a cost: freed memory then goes back to the driver at every synchronisation.
-            eprintln!("cuzk: {e}; the memory pool will release freed memory at each synchronisation");
+            log::warn!("{e}; the memory pool will release freed memory at each synchronisation");
         }
         let epoch = {
             let ev = ctx
@@ -87,9 +87,9 @@ impl GpuDevice {
         for ((module, names), c) in KERNELS.iter().zip(compile_all(&modules, cc, true)) {
             let c = c.map_err(backend_err)?;
             if !c.from_cache {
-                eprintln!("cuzk: NVRTC compiled module {} for {} in {:.1} s", module.name(), c.arch, c.compile_secs);
+                log::info!("NVRTC compiled module {} for {} in {:.1} s", module.name(), c.arch, c.compile_secs);
                 if verbose {
-                    eprintln!("{}", c.log);
+                    log::info!("{}", c.log);
                 }
             }
             let m = ctx

@@ -90,7 +90,7 @@ pub fn compile(module: Module, cc: (i32, i32), use_cache: bool) -> Result<Compil
     if use_cache {
         match read_entry(&path) {
             Entry::Good(cubin) => return Ok(Compiled { module, arch, cubin, log: String::new(), compile_secs: 0.0, from_cache: true }),
-            Entry::Damaged => eprintln!("cuzk: kernel cache entry {} is damaged (checksum mismatch); compiling it again", path.display()),
+            Entry::Damaged => log::warn!("kernel cache entry {} is damaged (checksum mismatch); compiling it again", path.display()),
             Entry::Missing => {}
         }
     }

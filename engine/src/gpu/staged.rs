@@ -185,7 +185,7 @@ impl PipelinedGpu {
             dev.sync("freeing the previous resident SRS")?;
             if let Err(e) = super::pool::trim(&dev.ctx, 0) {
                 // Only a cost: the pool keeps the old set's memory for later allocations.
-                eprintln!("cuzk: {e}; the previous resident SRS's memory stays in the pool");
+                log::warn!("{e}; the previous resident SRS's memory stays in the pool");
             }
         }
         let r = Arc::new(Resident {

@@ -150,7 +150,7 @@ impl RecordingCache {
                         }
                         Err(OpenError::Missing) => {}
                         Err(e) => {
-                            eprintln!("cuzk: recording {}: {e}; rebuilding it", p.display());
+                            log::warn!("recording {}: {e}; rebuilding it", p.display());
                             rebuilt = Some(e.to_string());
                         }
                     }
@@ -163,7 +163,7 @@ impl RecordingCache {
                     if held.is_none() {
                         if let Some(p) = &path {
                             if let Err(e) = file::save(&rec, p, key, &binding) {
-                                eprintln!("cuzk: recording not saved: {e}");
+                                log::warn!("recording not saved: {e}");
                             }
                         }
                         *held = Some(Arc::new(rec));
