@@ -47,7 +47,7 @@ pub struct JobSpec {
 impl JobSpec {
     /// A job proving `circuits` (the partitions of one proof) against `srs`.
     pub fn new<C: Circuit<Scalar> + Send + 'static>(srs: Arc<Srs>, circuits: Vec<C>) -> Self {
-        let partitions = circuits.into_iter().enumerate().map(|(i, c)| synth_fn(&srs, i, c, None)).collect();
+        let partitions = circuits.into_iter().enumerate().map(|(i, c)| synth_fn(&srs, i, c, None, None)).collect();
         JobSpec { srs, partitions, priority: Priority::Normal, randomness: Randomness::Random, kind: Arc::from("custom") }
     }
 
@@ -55,10 +55,22 @@ impl JobSpec {
     /// partition `i`, `one` excluded), as a proof system's own `generate_public_inputs` computes
     /// them: a partition whose synthesized inputs differ fails before any proving work.
     pub fn with_expected_inputs<C: Circuit<Scalar> + Send + 'static>(srs: Arc<Srs>, circuits: Vec<C>, expected: Vec<Vec<Scalar>>) -> Result<Self, String> {
+        JobSpec::with_parallel_witness(srs, circuits, expected, None)
+    }
+
+    /// As [`JobSpec::with_expected_inputs`], where the circuit type has a witness that
+    /// synthesizes on several threads against its recording (`parallel`); the first partition
+    /// of a shape records on the default path.
+    pub fn with_parallel_witness<C: Circuit<Scalar> + Send + 'static>(
+        srs: Arc<Srs>,
+        circuits: Vec<C>,
+        expected: Vec<Vec<Scalar>>,
+        parallel: Option<ParallelWitness<C>>,
+    ) -> Result<Self, String> {
         if expected.len() != circuits.len() {
             return Err(format!("{} circuits but {} public-input vectors", circuits.len(), expected.len()));
         }
-        let partitions = circuits.into_iter().zip(expected).enumerate().map(|(i, (c, e))| synth_fn(&srs, i, c, Some(e))).collect();
+        let partitions = circuits.into_iter().zip(expected).enumerate().map(|(i, (c, e))| synth_fn(&srs, i, c, Some(e), parallel)).collect();
         Ok(JobSpec { srs, partitions, priority: Priority::Normal, randomness: Randomness::Random, kind: Arc::from("custom") })
     }
     pub fn priority(mut self, p: Priority) -> Self {
@@ -76,14 +88,27 @@ impl JobSpec {
     }
 }
 
+/// A circuit type's witness on several threads against its recording.
+pub type ParallelWitness<C> = fn(C, &cuzk_engine::recorded::Recording, usize) -> Result<cuzk_engine::recorded::Values, EngineError>;
+
 /// Partition `i`'s synthesis (the one place the pipeline turns a circuit into an assignment), with
 /// an optional check of its public inputs against `expected`.
-fn synth_fn<C: Circuit<Scalar> + Send + 'static>(srs: &Arc<Srs>, i: usize, c: C, expected: Option<Vec<Scalar>>) -> SynthFn {
-    // The recorded path unless `RecordingCache::global()`'s options turn it off.
+fn synth_fn<C: Circuit<Scalar> + Send + 'static>(srs: &Arc<Srs>, i: usize, c: C, expected: Option<Vec<Scalar>>, parallel: Option<ParallelWitness<C>>) -> SynthFn {
+    // The recorded path unless `RecordingCache::global()`'s options turn it off; where the
+    // circuit has a parallel witness and its recording is held, that.
     let srs = srs.clone();
     Box::new(move |hint| {
+        let run = || {
+            let cache = cuzk_engine::recorded::RecordingCache::global();
+            if let Some(w) = parallel.filter(|_| cache.options().enabled) {
+                if let Some(rec) = cache.get(std::any::type_name::<C>(), &srs) {
+                    return rec.assignment(w(c, &rec, i)?, i);
+                }
+            }
+            synthesize_default(&srs, c, i, hint)
+        };
         // A gadget that panics on a witness it did not expect fails this partition, not the pool.
-        let asg = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| synthesize_default(&srs, c, i, hint)))
+        let asg = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
             .map_err(|p| EngineError::Other(format!("partition {i}: synthesis panicked: {}", panic_text(&p))))??;
         if let Some(e) = expected {
             check_public_inputs(i, asg.public_inputs(), &e)?;

@@ -36,10 +36,17 @@ fn porep_through_the_engine_and_priorities_by_kind() {
     let f = fixture();
     let engine = Engine::start(EngineConfig::default(), vec![std::sync::Arc::new(CpuBackend::new())], Box::new(cuzk_actors::pinner::CountingPin::default())).unwrap();
     let cfg = FilecoinConfig { params_dir: Some(f.params.clone()), ..Default::default() };
-    let job = engine.submit_filecoin(f.sector.porep_request(), &cfg).unwrap();
-    assert_eq!((job.registered, job.partitions), (Registered::Seal(SEAL), 1));
-    let out = job.handle.wait().unwrap();
-    assert!(accepted(&out.to_bytes()), "verify_seal rejected the engine's proof");
+    // The first proof records the circuit; the second synthesizes its challenges in parallel
+    // against that recording. Both are accepted, with different bytes (random r, s).
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let job = engine.submit_filecoin(f.sector.porep_request(), &cfg).unwrap();
+        assert_eq!((job.registered, job.partitions), (Registered::Seal(SEAL), 1));
+        let out = job.handle.wait().unwrap();
+        assert!(accepted(&out.to_bytes()), "verify_seal rejected the engine's proof");
+        seen.push(out.to_bytes());
+    }
+    assert_ne!(seen[0], seen[1]);
 
     assert_eq!(default_priority(ProofKind::WinningPoSt), Priority::High);
     assert!(default_priority(ProofKind::WinningPoSt) > default_priority(ProofKind::WindowPoSt));

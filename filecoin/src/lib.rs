@@ -20,6 +20,7 @@ pub mod kind;
 pub mod layout;
 pub mod params;
 pub mod porep;
+pub mod porep_witness;
 pub mod post;
 pub mod prove;
 pub mod registered;

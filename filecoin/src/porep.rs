@@ -12,6 +12,7 @@ use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
 
 use crate::error::FilecoinError;
+use crate::porep_witness::{parallel_witness, PoRepPartition};
 use crate::registered::Registered;
 use crate::shape::with_shape;
 use crate::sink::{BlankSink, CircuitSink, Partitions, Remake};
@@ -103,16 +104,18 @@ fn build_shaped<Tree: 'static + MerkleTreeTrait, S: CircuitSink>(c1: SealCommitP
         if proofs.len() != per_partition {
             return Err(FilecoinError::invalid(what, format!("partition {k} has {} challenge proofs; {registered:?} takes {per_partition}", proofs.len())));
         }
-        circuits.push(
-            StackedCompound::<Tree, DefaultPieceHasher>::circuit(&pub_in, Default::default(), proofs, &pp.vanilla_params, Some(k))
-                .map_err(FilecoinError::proofs(format!("PoRep partition {k} circuit")))?,
-        );
+        // What StackedCompound::circuit puts in its StackedCircuit, kept in parts.
+        let (comm_r_last, comm_c) = (proofs[0].comm_r_last(), proofs[0].comm_c());
+        if proofs.iter().any(|p| p.comm_r_last() != comm_r_last || p.comm_c() != comm_c) {
+            return Err(FilecoinError::invalid(what, format!("partition {k}: its challenge proofs disagree on comm_r_last or comm_c")));
+        }
+        circuits.push(PoRepPartition::<Tree> { replica_id, comm_d: comm_d_safe, comm_r: comm_r_safe, comm_r_last, comm_c, proofs: proofs.clone() });
         public_inputs.push(
             StackedCompound::<Tree, DefaultPieceHasher>::generate_public_inputs(&pub_in, &pp.vanilla_params, Some(k))
                 .map_err(FilecoinError::proofs(format!("PoRep partition {k} public inputs")))?,
         );
     }
-    Ok(sink.take(Partitions { circuits, public_inputs }))
+    Ok(sink.take(Partitions { circuits, public_inputs, parallel_witness: Some(parallel_witness::<Tree>) }))
 }
 
 /// The blank (witness-free) partition circuit of `registered`, for parameter generation and

@@ -124,7 +124,7 @@ fn build_shaped<Tree: 'static + MerkleTreeTrait, S: CircuitSink>(input: PoStInpu
     };
     let verifier_in = fallback::PublicInputs { randomness: randomness_safe, prover_id: prover_id_safe, sectors: verifier_sectors, k: None };
     let inputs = FallbackPoStCompound::<Tree>::generate_public_inputs(&verifier_in, &pp.vanilla_params, Some(k)).map_err(FilecoinError::proofs(format!("{name} public inputs")))?;
-    Ok(sink.take(Partitions { circuits: vec![circuit], public_inputs: vec![inputs] }))
+    Ok(sink.take(Partitions { circuits: vec![circuit], public_inputs: vec![inputs], parallel_witness: None }))
 }
 
 /// The blank circuit of `registered`.

@@ -5,13 +5,21 @@
 
 use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
+use cuzk_engine::recorded::{Recording, Values};
+use cuzk_engine::EngineError;
 
 /// The partition circuits of one proof and, for each, the public inputs (without `one`) that
 /// filecoin-proofs' `generate_public_inputs` computes for it; a verifier checks against these.
 pub struct Partitions<C> {
     pub circuits: Vec<C>,
     pub public_inputs: Vec<Vec<Scalar>>,
+    /// Where the circuit's structure allows it: its witness on several threads, against a
+    /// recording of the same circuit type (PoRep: one thread per challenge).
+    pub parallel_witness: Option<WitnessFn<C>>,
 }
+
+/// A partition's witness synthesized against its recording, in pieces on several threads.
+pub type WitnessFn<C> = fn(C, &Recording, usize) -> Result<Values, EngineError>;
 
 pub trait CircuitSink {
     type Out;

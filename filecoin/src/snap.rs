@@ -77,7 +77,7 @@ fn build_shaped<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>, S: Circui
         circuits.push(EmptySectorUpdateCompound::<Tree>::circuit(&pub_in, (), &proof, &pp.vanilla_params, Some(k)).map_err(FilecoinError::proofs(format!("SnapDeals partition {k} circuit")))?);
         public_inputs.push(EmptySectorUpdateCompound::<Tree>::generate_public_inputs(&pub_in, &pp.vanilla_params, Some(k)).map_err(FilecoinError::proofs(format!("SnapDeals partition {k} public inputs")))?);
     }
-    Ok(sink.take(Partitions { circuits, public_inputs }))
+    Ok(sink.take(Partitions { circuits, public_inputs, parallel_witness: None }))
 }
 
 /// The blank partition circuit of `registered`.

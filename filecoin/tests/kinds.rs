@@ -285,3 +285,46 @@ fn a_parameter_file_of_another_circuit_is_refused() {
     let err = prove(parsed(a.porep_request()), &wrong, &CpuBackend::new(), Rs::Random).unwrap_err().to_string();
     assert!(err.contains("parameters"), "{err}");
 }
+
+/// Records the first partition and returns the recording and its assignment.
+struct Record;
+impl CircuitSink for Record {
+    type Out = (cuzk_engine::recorded::Recording, cuzk_engine::Assignment);
+    fn take<C: bellperson::Circuit<Scalar> + Send + 'static>(self, parts: Partitions<C>) -> Self::Out {
+        let c = parts.circuits.into_iter().next().unwrap();
+        let (rec, values) = cuzk_engine::recorded::record(c, true, 0).unwrap();
+        let asg = rec.assignment(values.unwrap(), 0).unwrap();
+        (rec, asg)
+    }
+}
+
+/// The first partition's witness on several threads against `rec`.
+struct Parallel<'a> {
+    rec: &'a cuzk_engine::recorded::Recording,
+}
+impl CircuitSink for Parallel<'_> {
+    type Out = Result<cuzk_engine::Assignment, cuzk_engine::EngineError>;
+    fn take<C: bellperson::Circuit<Scalar> + Send + 'static>(self, parts: Partitions<C>) -> Self::Out {
+        let w = parts.parallel_witness.expect("PoRep has a parallel witness");
+        let c = parts.circuits.into_iter().next().unwrap();
+        self.rec.assignment(w(c, self.rec, 0)?, 0)
+    }
+}
+
+#[test]
+fn porep_challenges_synthesized_in_parallel_give_the_same_assignment() {
+    let (a, b) = (&sectors().a, &sectors().b);
+    let req = parsed(a.porep_request());
+    let (rec, sequential) = req.clone().build(Record).unwrap();
+    assert!(rec.mark("challenge_1").is_some(), "the recording marks each challenge");
+    let parallel = req.build(Parallel { rec: &rec }).unwrap().unwrap();
+    assert!(parallel == sequential, "the parallel witness differs from the sequential synthesis");
+    // Another sector's partition, against the same recording: a different, satisfied witness.
+    let other = parsed(b.porep_request()).build(Parallel { rec: &rec }).unwrap().unwrap();
+    assert!(other != sequential && other.first_unsatisfied().is_none());
+    // A recording of another circuit (SnapDeals) is refused: it has no challenge_<i> pieces.
+    let dir = tempfile::tempdir().unwrap();
+    let snap = parsed(sample::snap(a, dir.path(), 13).unwrap());
+    let (snap_rec, _) = snap.build(Record).unwrap();
+    assert!(parsed(a.porep_request()).build(Parallel { rec: &snap_rec }).unwrap().is_err());
+}
