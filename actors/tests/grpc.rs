@@ -5,7 +5,8 @@
 //! `verify_seal`. Also: a client that hangs up mid-wait keeps its job, request ids are
 //! deduplicated, cancel, evict refused while held, preload / evict, status, Prometheus text
 //! (gRPC, control socket and HTTP, parsed), malformed requests and unknown kinds, a wrong token,
-//! JSON log lines with the job fields, `ctl ready`, `reload`, `drain`.
+//! JSON log lines with the job fields, `ctl ready`, `reload`, `drain`; a starting daemon, and a
+//! request over the size limit.
 #![cfg(feature = "grpc")]
 
 mod common;
@@ -333,6 +334,13 @@ fn a_starting_daemon_says_so() {
         assert_eq!(c.get_status(pb::GetStatusRequest {}).await.unwrap().into_inner().state, "starting");
         code_and_message(c.submit_proof(pb::SubmitProofRequest::default()).await, Code::Unavailable, &["starting"]);
         code_and_message(c.get_metrics(pb::GetMetricsRequest {}).await, Code::Unavailable, &["starting"]);
+        // Larger than grpc.max_message_mib (1 MiB here): refused by size, the server goes on.
+        let big = pb::SubmitProofRequest { vanilla_proof: vec![7; 2 << 20], ..Default::default() };
+        match c.submit_proof(big).await {
+            Err(s) => assert!(s.message().contains("too large"), "{s:?}"),
+            Ok(r) => panic!("a 2 MiB request passed a 1 MiB limit: {r:?}"),
+        }
+        assert_eq!(c.get_status(pb::GetStatusRequest {}).await.unwrap().into_inner().state, "starting");
     });
     g.stop();
     assert!(!grpc_sock.exists());
