@@ -6,12 +6,42 @@ use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisE
 use blstrs::Scalar;
 use ff::Field;
 
-/// Counts variables and constraints (the input rows `x_i · 0 = 0` included).
+/// Counts variables and constraints (the input rows `x_i · 0 = 0` included) and, where asked,
+/// which variables A and B use with a non-zero coefficient (the parameter layout's densities).
 #[derive(Default)]
 struct Counter {
     inputs: usize,
     aux: usize,
     constraints: usize,
+    densities: Option<Densities>,
+}
+
+#[derive(Default)]
+struct Densities {
+    a_aux: Vec<bool>,
+    b_input: Vec<bool>,
+    b_aux: Vec<bool>,
+}
+
+fn mark(lc: &LinearCombination<Scalar>, inputs: Option<&mut Vec<bool>>, aux: &mut Vec<bool>) {
+    if let Some(inputs) = inputs {
+        for (&i, c) in lc.iter_inputs() {
+            if !bool::from(c.is_zero()) {
+                if inputs.len() <= i {
+                    inputs.resize(i + 1, false);
+                }
+                inputs[i] = true;
+            }
+        }
+    }
+    for (&i, c) in lc.iter_aux() {
+        if !bool::from(c.is_zero()) {
+            if aux.len() <= i {
+                aux.resize(i + 1, false);
+            }
+            aux[i] = true;
+        }
+    }
 }
 
 impl ConstraintSystem<Scalar> for Counter {
@@ -34,7 +64,7 @@ impl ConstraintSystem<Scalar> for Counter {
         self.inputs += 1;
         Ok(Variable::new_unchecked(Index::Input(self.inputs - 1)))
     }
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, _: LC)
     where
         A: FnOnce() -> AR,
         AR: Into<String>,
@@ -43,6 +73,10 @@ impl ConstraintSystem<Scalar> for Counter {
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
     {
         self.constraints += 1;
+        if let Some(d) = &mut self.densities {
+            mark(&a(LinearCombination::zero()), None, &mut d.a_aux);
+            mark(&b(LinearCombination::zero()), Some(&mut d.b_input), &mut d.b_aux);
+        }
     }
     fn push_namespace<NR: Into<String>, N: FnOnce() -> NR>(&mut self, _: N) {}
     fn pop_namespace(&mut self) {}
@@ -56,6 +90,36 @@ pub fn count<C: Circuit<Scalar>>(circuit: C) -> Result<(usize, usize, usize), Sy
     let mut c = Counter { inputs: 1, ..Default::default() };
     circuit.synthesize(&mut c)?;
     Ok((c.inputs, c.aux, c.constraints + c.inputs))
+}
+
+/// What a circuit's parameter file holds, counted without a witness.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LayoutCounts {
+    /// Rows, the input rows included.
+    pub constraints: usize,
+    /// Inputs, `one` included (`n_ic`).
+    pub inputs: usize,
+    /// Aux variables (`n_l`).
+    pub aux: usize,
+    /// Inputs and the aux variables A uses (`n_a`; inputs are dense through their rows).
+    pub a: usize,
+    /// Inputs and aux variables B uses (`n_b1 = n_b2`).
+    pub b: usize,
+}
+
+/// Counts `circuit` and its A and B densities, as bellperson's setup lays out its parameters.
+pub fn layout<C: Circuit<Scalar>>(circuit: C) -> Result<LayoutCounts, SynthesisError> {
+    let mut c = Counter { inputs: 1, densities: Some(Densities::default()), ..Default::default() };
+    circuit.synthesize(&mut c)?;
+    let d = c.densities.unwrap_or_default();
+    let ones = |v: &[bool]| v.iter().filter(|b| **b).count();
+    Ok(LayoutCounts {
+        constraints: c.constraints + c.inputs,
+        inputs: c.inputs,
+        aux: c.aux,
+        a: c.inputs + ones(&d.a_aux),
+        b: ones(&d.b_input) + ones(&d.b_aux),
+    })
 }
 
 /// `u_j(τ), v_j(τ), w_j(τ)` of every input and aux variable.
