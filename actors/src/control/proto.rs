@@ -7,7 +7,7 @@ use std::io::{Read, Write};
 
 use serde::{Deserialize, Serialize};
 
-pub const VERSION: u16 = 2;
+pub const VERSION: u16 = 3;
 pub const MAX_FRAME: u32 = 128 << 20;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -35,6 +35,9 @@ pub enum Request {
     Shutdown,
     /// `starting`, `ready` or `draining` (`cuzk ctl ready` exits 0 only on `ready`).
     Ready,
+    /// Proves a circuit kind the embedding program registered (`ServerOptions::custom`) from
+    /// its input bytes, which that kind reads.
+    ProveCustom { kind: String, input: Vec<u8> },
     /// Re-reads the settings (this file, else the daemon's own) and applies those that can
     /// change live; a changed key that cannot is refused, by name, and nothing is applied.
     Reload { path: Option<String> },

@@ -21,9 +21,15 @@ use crate::job::JobSpec;
 use crate::jobs::{JobTable, Submission};
 use crate::metrics::{Readiness, State};
 
+/// A circuit kind of the embedding program: turns a `ProveCustom` request's input bytes into a
+/// job (an error names what was wrong with them; a panic is caught and reported the same way).
+pub type CustomKind = Arc<dyn Fn(&Engine, &[u8]) -> Result<JobSpec, String> + Send + Sync>;
+
 /// What the server needs besides the engine.
 #[derive(Clone, Default)]
 pub struct ServerOptions {
+    /// The embedding program's own circuit kinds, by name (`Request::ProveCustom`).
+    pub custom: Vec<(String, CustomKind)>,
     /// The daemon's state, shared with its other interfaces (`Status`, `Ready`, `Drain`).
     pub ready: Readiness,
     /// Applies the live-changeable settings of a config file (`Reload`); `None`: refused.
@@ -242,6 +248,7 @@ fn handle(sh: &Arc<Shared>, req: Request) -> Response {
             Response::Ok("dispatch resumed".into())
         }
         Request::ProveExample { circuit, size, partitions } => prove_example(sh, live, &circuit, size, partitions),
+        Request::ProveCustom { kind, input } => prove_custom(sh, live, &kind, &input),
         Request::Wait { job } => match live.jobs.get(job) {
             None => Response::Error(format!(
                 "job {job} is unknown: not submitted through this daemon, or forgotten {} s after it ended (jobs.retain_s)",
@@ -292,6 +299,31 @@ fn prove_filecoin(sh: &Arc<Shared>, live: &Live, req: cuzk_filecoin::ProofReques
             Response::Submitted { job }
         }
         Err(x) => Response::Error(format!("{kind} request: {x}")),
+    }
+}
+
+/// Submits a job of a registered custom kind.
+fn prove_custom(sh: &Arc<Shared>, live: &Live, kind: &str, input: &[u8]) -> Response {
+    if sh.draining.load(Ordering::Acquire) {
+        return Response::Error("draining: no new work is accepted".into());
+    }
+    let Some((_, make)) = sh.opts.custom.iter().find(|(k, _)| k == kind) else {
+        let known: Vec<&str> = sh.opts.custom.iter().map(|(k, _)| k.as_str()).collect();
+        return Response::Error(format!("unknown circuit kind `{kind}`; this daemon registers {}", if known.is_empty() { "none".into() } else { known.join(", ") }));
+    };
+    let spec = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| make(&live.engine, input))) {
+        Ok(Ok(spec)) => spec.kind(kind),
+        Ok(Err(x)) => return Response::Error(format!("{kind} request: {x}")),
+        Err(p) => return Response::Error(format!("{kind} request: building the job panicked: {}", crate::job::panic_text(&p))),
+    };
+    let partitions = spec.partitions.len();
+    match live.engine.submit(spec) {
+        Ok(h) => {
+            let job = h.id;
+            live.jobs.track(h, Submission { kind: kind.into(), request_id: String::new(), partitions, srs_load: std::time::Duration::ZERO });
+            Response::Submitted { job }
+        }
+        Err(x) => Response::Error(x),
     }
 }
 

@@ -62,6 +62,17 @@ enum Cmd {
         #[command(subcommand)]
         kind: crate::filecoin_args::Kind,
     },
+    /// Prove a circuit kind the daemon's embedding program registered, from an input file.
+    ProveCustom {
+        #[arg(long)]
+        kind: String,
+        /// The kind's input bytes.
+        #[arg(long)]
+        input: PathBuf,
+        /// Write the proof bytes here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Finish the jobs in flight, then stop.
     Drain,
     /// Stop now.
@@ -131,6 +142,10 @@ pub fn run(a: Args) -> Result<()> {
         Cmd::Resume => Request::Resume,
         Cmd::Wait { job, out } => return print(call(&socket, &Request::Wait { job })?, out.as_ref()),
         Cmd::ProveFilecoin { out, kind } => return submit_and_wait(&socket, Request::Prove(kind.request()?), false, out.as_ref()),
+        Cmd::ProveCustom { kind, input, out } => {
+            let input = std::fs::read(&input).map_err(|e| format!("{}: {e}", input.display()))?;
+            return submit_and_wait(&socket, Request::ProveCustom { kind, input }, false, out.as_ref());
+        }
         Cmd::Drain => Request::Drain,
         Cmd::Shutdown => Request::Shutdown,
         Cmd::Prove { circuit, size, partitions, no_wait } => {

@@ -110,6 +110,9 @@ pub fn run(a: Args) -> Result<()> {
     let reload_table = table.clone();
     let reload_fn = reloader(a.config.clone(), cli, settings.clone(), cancel_on_disconnect.clone());
     let opts = ServerOptions {
+        // The stock daemon registers no circuit kinds of its own (an embedding program does:
+        // examples/embed_daemon.rs).
+        custom: Vec::new(),
         ready: ready.clone(),
         reload: Some(Arc::new(move |p: Option<&Path>| match reload_table.get() {
             Some(jobs) => reload_fn(p, jobs),
