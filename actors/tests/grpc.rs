@@ -200,7 +200,11 @@ fn curio_drives_the_daemon_over_grpc() {
         assert_eq!(again.proof, r.proof);
 
         // A second job: evict refused while it holds the parameters; cancelled; everything released.
-        let s = c.submit_proof(curio_porep(&f, "porep-b")).await.unwrap().into_inner();
+        // Submitted twice at once under one request id: one job.
+        let (mut c2, mut c3) = (c.clone(), c.clone());
+        let (s, s2) = tokio::join!(c2.submit_proof(curio_porep(&f, "porep-b")), c3.submit_proof(curio_porep(&f, "porep-b")));
+        let (s, s2) = (s.unwrap().into_inner(), s2.unwrap().into_inner());
+        assert_eq!(s.job_id, s2.job_id, "two jobs for one request id");
         assert_ne!(s.job_id, r.job_id);
         code_and_message(c.evict_srs(pb::EvictSrsRequest { circuit_id: "porep-2k".into() }).await, Code::FailedPrecondition, &["porep-2k", "in use"]);
         let t = c.await_proof(pb::AwaitProofRequest { job_id: s.job_id.clone(), timeout_ms: 100 }).await.unwrap().into_inner();

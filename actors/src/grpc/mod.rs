@@ -59,6 +59,9 @@ struct Inner {
     ready: Readiness,
     /// Parameter file → the circuit id it was asked for by.
     circuits: Mutex<HashMap<PathBuf, String>>,
+    /// One submission at a time per request id, so that two concurrent calls with the same id
+    /// make one job.
+    submitting: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 /// The service behind both listeners.
@@ -135,7 +138,7 @@ impl Service {
     /// A service whose engine is still starting: it answers `GetStatus` (state `starting`) and
     /// `UNAVAILABLE` to the rest until [`attach`](Self::attach).
     pub fn new(opts: GrpcOptions, ready: Readiness) -> Service {
-        Service(Arc::new(Inner { jobs: std::sync::OnceLock::new(), opts, ready, circuits: Mutex::new(HashMap::new()) }))
+        Service(Arc::new(Inner { jobs: std::sync::OnceLock::new(), opts, ready, circuits: Mutex::new(HashMap::new()), submitting: Mutex::new(HashMap::new()) }))
     }
 
     /// Hands the service the daemon's job table (and so its engine).
@@ -168,6 +171,26 @@ impl Service {
     /// Submits (or finds, for a repeated request id) the job of `req`.
     async fn submit(&self, req: pb::SubmitProofRequest) -> Result<Arc<Tracked>, Status> {
         self.accepting()?;
+        let turn = match req.request_id.as_str() {
+            "" => None,
+            id => {
+                let m = self.0.submitting.lock().map_err(|_| Status::internal("submission lock poisoned"))?.entry(id.to_string()).or_default().clone();
+                Some(m.lock_owned().await)
+            }
+        };
+        let id = req.request_id.clone();
+        let r = self.submit_once(req).await;
+        if let (Some(turn), Ok(mut s)) = (turn, self.0.submitting.lock()) {
+            // Only the map's handle and this turn's: nobody else is waiting on this id.
+            if s.get(&id).is_some_and(|m| Arc::strong_count(m) <= 2) {
+                s.remove(&id);
+            }
+            drop(turn);
+        }
+        r
+    }
+
+    async fn submit_once(&self, req: pb::SubmitProofRequest) -> Result<Arc<Tracked>, Status> {
         if let Some(t) = self.jobs()?.by_request(&req.request_id) {
             return Ok(t);
         }
