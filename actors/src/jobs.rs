@@ -15,7 +15,7 @@ use crate::engine::Engine;
 use crate::job::{JobError, JobHandle, JobId, JobOutput};
 use crate::log;
 use crate::metrics::Metrics;
-use crate::timeline::{Span, StageTotals};
+use crate::timeline::StageTotals;
 
 /// How a job ended.
 #[derive(Debug, Clone)]
@@ -142,7 +142,7 @@ impl JobTable {
         let (table, tracked) = (self.clone(), t.clone());
         let watcher = std::thread::Builder::new().name(format!("cuzk-job-{}", t.id)).stack_size(256 << 10).spawn(move || {
             let result = handle.wait();
-            let stages = StageTotals::of(&job_spans(&table.engine.timeline().spans(), tracked.id));
+            let stages = StageTotals::of(&table.engine.timeline().spans_where(|s| s.job == tracked.id));
             let o = tracked.finish(Outcome { result, ended: Instant::now(), stages });
             table.record_end(&tracked, &o);
         });
@@ -233,9 +233,4 @@ impl JobTable {
             j.retain(|_, t| t.outcome().is_none_or(|o| o.ended.elapsed() <= retain));
         }
     }
-}
-
-/// The spans of `job`.
-pub fn job_spans(spans: &[Span], job: JobId) -> Vec<Span> {
-    spans.iter().filter(|s| s.job == job).cloned().collect()
 }

@@ -200,9 +200,9 @@ impl Metrics {
             bytes.get_or_create(&vec![("file".into(), s.file_name())]).set(up(s.bytes));
         }
         r.register("srs_loaded_bytes", "Point bytes of each open parameter file", bytes);
-        let spans = engine.timeline().spans();
         let now = engine.timeline().us(Instant::now());
         let from = now.saturating_sub(BUSY_WINDOW.as_micros() as u64);
+        let spans = engine.timeline().spans_where(|s| s.end_us > from);
         let busy: Family<Labels, Gauge<f64, AtomicU64>> = Family::default();
         for gpu in 0..st.vram.len() {
             busy.get_or_create(&vec![("gpu".into(), gpu.to_string())]).set(busy_fraction(&spans, gpu, from, now));

@@ -69,6 +69,11 @@ impl Timeline {
         &self.stages
     }
 
+    /// The spans that match `keep`, copied under the lock (cheaper than all of them).
+    pub fn spans_where(&self, keep: impl Fn(&Span) -> bool) -> Vec<Span> {
+        self.spans.lock().map(|v| v.iter().filter(|s| keep(s)).cloned().collect()).unwrap_or_default()
+    }
+
     pub fn spans(&self) -> Vec<Span> {
         self.spans.lock().map(|v| v.iter().cloned().collect()).unwrap_or_default()
     }
