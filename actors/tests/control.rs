@@ -27,8 +27,9 @@ fn start(socket: &Path, params: &Path) -> Daemon {
         .spawn()
         .expect("start cuzk daemon");
     let start = Instant::now();
-    while UnixStream::connect(socket).is_err() {
-        assert!(start.elapsed() < Duration::from_secs(30), "daemon did not come up");
+    // The socket answers `starting` until the engine can prove; wait for `ready`.
+    while !matches!(call(socket, &Request::Ready), Ok(Response::Ok(ref s)) if s == "ready") {
+        assert!(start.elapsed() < Duration::from_secs(30), "daemon did not become ready");
         std::thread::sleep(Duration::from_millis(20));
     }
     Daemon(child)

@@ -9,7 +9,6 @@
 
 mod common;
 
-use std::os::unix::net::UnixStream;
 use std::process::{Child, Command};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -118,8 +117,9 @@ fn porep_through_the_daemon_and_bad_requests() {
         .unwrap();
     let _d = Daemon(child);
     let start = Instant::now();
-    while UnixStream::connect(&socket).is_err() {
-        assert!(start.elapsed() < Duration::from_secs(30), "daemon did not come up");
+    // The socket answers `starting` until the engine can prove; wait for `ready`.
+    while !matches!(call(&socket, &Request::Ready), Ok(Response::Ok(ref s)) if s == "ready") {
+        assert!(start.elapsed() < Duration::from_secs(30), "daemon did not become ready");
         std::thread::sleep(Duration::from_millis(20));
     }
 
