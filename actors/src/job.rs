@@ -111,31 +111,13 @@ fn synth_fn<C: Circuit<Scalar> + Send + 'static>(srs: &Arc<Srs>, i: usize, c: C,
         let asg = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
             .map_err(|p| EngineError::Other(format!("partition {i}: synthesis panicked: {}", panic_text(&p))))??;
         if let Some(e) = expected {
-            check_public_inputs(i, asg.public_inputs(), &e)?;
+            cuzk_engine::verify::check_public_inputs(i, asg.public_inputs(), &e)?;
         }
         Ok(asg)
     })
 }
 
-/// The message of a caught panic.
-pub fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_else(|| "(no message)".into())
-}
-
-/// Synthesized public inputs against the expected ones: the first difference is named.
-pub fn check_public_inputs(partition: usize, got: &[Scalar], expected: &[Scalar]) -> Result<(), EngineError> {
-    if got.len() != expected.len() {
-        return Err(EngineError::Other(format!(
-            "partition {partition}: synthesis gave {} public inputs, the proof system expects {}",
-            got.len(),
-            expected.len()
-        )));
-    }
-    match got.iter().zip(expected).position(|(g, e)| g != e) {
-        Some(k) => Err(EngineError::Other(format!("partition {partition}: public input {k} from synthesis differs from the expected one"))),
-        None => Ok(()),
-    }
-}
+pub use cuzk_engine::error::panic_text;
 
 /// A finished job: proofs in partition order.
 #[derive(Debug, Clone)]

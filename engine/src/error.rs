@@ -43,3 +43,8 @@ pub enum EngineError {
     #[error("{0}")]
     Other(String),
 }
+
+/// The message of a caught panic (`catch_unwind`'s payload).
+pub fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_else(|| "(no message)".into())
+}

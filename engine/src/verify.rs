@@ -19,3 +19,20 @@ impl Verifier {
         verify_proof(&self.pvk, proof, public_inputs).map_err(|e| EngineError::Verify(e.to_string()))
     }
 }
+
+/// Synthesized public inputs (without `one`) against those a proof system computes for the
+/// partition itself (filecoin-proofs' `generate_public_inputs`): the first difference is named.
+/// A proof of other inputs would pass self-verification yet fail where the system verifies it.
+pub fn check_public_inputs(partition: usize, got: &[Scalar], expected: &[Scalar]) -> Result<(), EngineError> {
+    if got.len() != expected.len() {
+        return Err(EngineError::Other(format!(
+            "partition {partition}: synthesis gave {} public inputs, the proof system expects {}",
+            got.len(),
+            expected.len()
+        )));
+    }
+    match got.iter().zip(expected).position(|(g, e)| g != e) {
+        Some(k) => Err(EngineError::Other(format!("partition {partition}: public input {k} from synthesis differs from the expected one"))),
+        None => Ok(()),
+    }
+}

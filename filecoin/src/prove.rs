@@ -47,19 +47,14 @@ impl CircuitSink for InProcess<'_> {
     }
 }
 
-/// The public inputs synthesis produced against those filecoin-proofs computes: a proof of
-/// other inputs would verify against cuzk's own key check yet fail on chain.
+/// The public inputs synthesis produced, partition by partition, against those filecoin-proofs
+/// computes.
 pub fn check_inputs(got: &[Vec<Scalar>], expected: &[Vec<Scalar>]) -> Result<(), FilecoinError> {
     if got.len() != expected.len() {
         return Err(FilecoinError::invalid("partitions", format!("{} proved, {} expected", got.len(), expected.len())));
     }
     for (k, (g, e)) in got.iter().zip(expected).enumerate() {
-        if g.len() != e.len() {
-            return Err(FilecoinError::invalid(format!("partition {k} public inputs"), format!("{} from synthesis, {} from generate_public_inputs", g.len(), e.len())));
-        }
-        if let Some(i) = g.iter().zip(e).position(|(a, b)| a != b) {
-            return Err(FilecoinError::invalid(format!("partition {k} public input {i}"), "synthesis and generate_public_inputs differ"));
-        }
+        cuzk_engine::verify::check_public_inputs(k, g, e)?;
     }
     Ok(())
 }

@@ -101,10 +101,8 @@ impl Parsed {
 
 /// Runs `f`, turning a panic into an error naming `what`.
 pub(crate) fn catch<T>(what: &str, f: impl FnOnce() -> Result<T, FilecoinError>) -> Result<T, FilecoinError> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
-        let msg = p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_else(|| "a panic".into());
-        Err(FilecoinError::invalid(what.to_string(), format!("filecoin-proofs panicked: {msg}")))
-    })
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+        .unwrap_or_else(|p| Err(FilecoinError::invalid(what.to_string(), format!("filecoin-proofs panicked: {}", cuzk_engine::error::panic_text(&*p)))))
 }
 
 /// Decodes a bincode (1.x, as filecoin-proofs-api writes it) value of `what`, refusing trailing
