@@ -4,7 +4,7 @@
 use std::any::Any;
 
 use filecoin_proofs::constants::DefaultPieceHasher;
-use filecoin_proofs::types::{MerkleTreeTrait, VanillaSealProof as RawProof};
+use filecoin_proofs::types::{MerkleTreeTrait, PoRepConfig, VanillaSealProof as RawProof};
 use filecoin_proofs::{as_safe_commitment, parameters::setup_params, DefaultPieceDomain};
 use filecoin_proofs_api::seal::{SealCommitPhase1Output, VanillaSealProof};
 use filecoin_hashers::Domain;
@@ -64,6 +64,16 @@ fn vanilla<Tree: 'static + MerkleTreeTrait>(v: VanillaSealProof, size: u64) -> R
         .map_err(|_| FilecoinError::invalid("C1 output", "vanilla proofs of another tree shape"))
 }
 
+/// The compound proof's public parameters of `config`, as `seal_commit_phase2` sets them up.
+fn public_params<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> Result<compound_proof::PublicParams<'static, StackedDrg<'static, Tree, DefaultPieceHasher>>, FilecoinError> {
+    let setup = compound_proof::SetupParams {
+        vanilla_params: setup_params(config).map_err(FilecoinError::proofs("PoRep setup parameters"))?,
+        partitions: Some(usize::from(config.partitions)),
+        priority: false,
+    };
+    <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::setup(&setup).map_err(FilecoinError::proofs("PoRep public parameters"))
+}
+
 fn build_shaped<Tree: 'static + MerkleTreeTrait, S: CircuitSink>(c1: SealCommitPhase1Output, sink: S) -> Result<S::Out, FilecoinError> {
     let registered = c1.registered_proof;
     let config = registered.as_v1_config();
@@ -90,13 +100,7 @@ fn build_shaped<Tree: 'static + MerkleTreeTrait, S: CircuitSink>(c1: SealCommitP
     let replica_id = <Tree::Hasher as filecoin_hashers::Hasher>::Domain::try_from_bytes(&replica_id.into_bytes()).map_err(FilecoinError::proofs("replica_id"))?;
     let pub_in = stacked::PublicInputs { replica_id, tau: Some(stacked::Tau { comm_d: comm_d_safe, comm_r: comm_r_safe }), k: None, seed: Some(seed) };
 
-    let setup = compound_proof::SetupParams {
-        vanilla_params: setup_params(&config).map_err(FilecoinError::proofs("PoRep setup parameters"))?,
-        partitions: Some(partitions),
-        priority: false,
-    };
-    let pp = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::setup(&setup)
-        .map_err(FilecoinError::proofs("PoRep public parameters"))?;
+    let pp = public_params::<Tree>(&config)?;
     let per_partition = pp.vanilla_params.challenges.num_challenges_per_partition();
     let mut circuits = Vec::with_capacity(partitions);
     let mut public_inputs = Vec::with_capacity(partitions);
@@ -125,14 +129,6 @@ pub fn blank<S: BlankSink>(registered: filecoin_proofs_api::RegisteredSealProof,
 }
 
 fn blank_shaped<Tree: 'static + MerkleTreeTrait, S: BlankSink>(registered: filecoin_proofs_api::RegisteredSealProof, sink: S) -> Result<S::Out, FilecoinError> {
-    let config = registered.as_v1_config();
-    let setup = compound_proof::SetupParams {
-        vanilla_params: setup_params(&config).map_err(FilecoinError::proofs("PoRep setup parameters"))?,
-        partitions: Some(usize::from(config.partitions)),
-        priority: false,
-    };
-    let pp = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::setup(&setup)
-        .map_err(FilecoinError::proofs("PoRep public parameters"))?;
-    let vp = pp.vanilla_params;
+    let vp = public_params::<Tree>(&registered.as_v1_config())?.vanilla_params;
     Ok(sink.take(Remake(move || <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::blank_circuit(&vp))))
 }

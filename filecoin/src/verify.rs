@@ -19,13 +19,9 @@ use crate::request::{catch, decode_bincode, Parsed};
 /// Whether filecoin-proofs accepts `proof` for the request `parsed`.
 pub fn verify(parsed: &Parsed, proof: &[u8]) -> Result<bool, FilecoinError> {
     let registered = parsed.registered();
-    let vk = storage_proofs_core::parameter_cache::parameter_cache_dir().join(registered.vk_file_name()?);
-    if !vk.is_file() {
-        return Err(FilecoinError::MissingParams {
-            proof: format!("{registered} (verifying key)"),
-            file: registered.vk_file_name()?,
-            dir: vk.parent().map(|d| d.to_path_buf()).unwrap_or_default(),
-        });
+    let (dir, file) = (storage_proofs_core::parameter_cache::parameter_cache_dir(), registered.vk_file_name()?);
+    if !dir.join(&file).is_file() {
+        return Err(FilecoinError::MissingParams { proof: format!("{registered} (verifying key)"), file, dir });
     }
     let ctx = format!("filecoin-proofs verifying a {registered} proof");
     catch(&ctx, || {

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use cuzk_actors::settings::{BackendChoice, Residency, Settings};
 use cuzk_actors::tier::Dims;
-use cuzk_actors::timeline::{busy_fraction, svg, StageTotals, KERNEL_STAGES};
+use cuzk_actors::timeline::{svg, StageTotals};
 use cuzk_actors::{Engine, JobSpec};
 use cuzk_engine::circuits::Example;
 
@@ -102,14 +102,7 @@ pub fn run(a: Args) -> Result<()> {
         }
         let wall = start.elapsed().as_secs_f64();
         let spans = engine.timeline().spans();
-        // Steady state: from the first kernel to the last (the GPU waits for the first job's
-        // synthesis before that, and nothing is left to run after it); on a backend without
-        // device-timed steps, from the first compute to the last.
-        let kernels: Vec<_> = spans.iter().filter(|s| s.gpu == Some(0) && KERNEL_STAGES.contains(&s.stage)).collect();
-        let window: Vec<_> = if kernels.is_empty() { spans.iter().filter(|s| s.stage == "compute").collect() } else { kernels };
-        let from = window.iter().map(|s| s.start_us).min().unwrap_or(0);
-        let to = window.iter().map(|s| s.end_us).max().unwrap_or(0);
-        let busy = busy_fraction(&spans, 0, from, to);
+        let (from, to, busy) = crate::common::steady_window(&spans);
         let status = engine.status()?;
         let s_per_proof = wall / a.count.max(1) as f64;
         println!("{}", StageTotals::of(&spans).line());

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use cuzk_actors::filecoin::FilecoinConfig;
 use cuzk_actors::settings::{BackendChoice, Settings};
-use cuzk_actors::timeline::{busy_fraction, svg, StageTotals, KERNEL_STAGES};
+use cuzk_actors::timeline::{svg, StageTotals};
 use cuzk_actors::Engine;
 use cuzk_filecoin::{params, verify, ProofRequest};
 
@@ -112,11 +112,7 @@ pub fn run(a: Args) -> Result<()> {
     }
     let wall = start.elapsed().as_secs_f64();
     let spans: Vec<_> = engine.timeline().spans().into_iter().skip(first_span).collect();
-    let kernels: Vec<_> = spans.iter().filter(|s| s.gpu == Some(0) && KERNEL_STAGES.contains(&s.stage)).collect();
-    let window: Vec<_> = if kernels.is_empty() { spans.iter().filter(|s| s.stage == "compute").collect() } else { kernels };
-    let from = window.iter().map(|s| s.start_us).min().unwrap_or(0);
-    let to = window.iter().map(|s| s.end_us).max().unwrap_or(0);
-    let busy = busy_fraction(&spans, 0, from, to);
+    let (_, _, busy) = crate::common::steady_window(&spans);
     let ms_per_proof = wall * 1e3 / a.count.max(1) as f64;
     println!("{}", StageTotals::of(&spans).line());
     println!("summary: {ms_per_proof:.1} ms/proof over {} proofs, wall {wall:.2} s, gpu busy {:.1}% (first to last kernel)", a.count, busy * 100.0);

@@ -35,3 +35,15 @@ pub fn example_params(dir: &Path, name: &str, size: usize, opts: &OpenOptions) -
     );
     Ok(srs)
 }
+
+/// The steady state of a run on GPU 0: from its first kernel to its last (before, the GPU waits
+/// for the first job's synthesis; after, nothing is left to run), or, on a backend without
+/// device-timed steps, from the first compute to the last. Returns `(from_us, to_us, busy)`.
+pub fn steady_window(spans: &[cuzk_actors::timeline::Span]) -> (u64, u64, f64) {
+    use cuzk_actors::timeline::{busy_fraction, KERNEL_STAGES};
+    let kernels: Vec<_> = spans.iter().filter(|s| s.gpu == Some(0) && KERNEL_STAGES.contains(&s.stage)).collect();
+    let window: Vec<_> = if kernels.is_empty() { spans.iter().filter(|s| s.stage == "compute").collect() } else { kernels };
+    let from = window.iter().map(|s| s.start_us).min().unwrap_or(0);
+    let to = window.iter().map(|s| s.end_us).max().unwrap_or(0);
+    (from, to, busy_fraction(spans, 0, from, to))
+}
