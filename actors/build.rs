@@ -9,7 +9,11 @@ fn main() {
             Ok(f) => f,
             Err(e) => panic!("proto/cuzk/v1/engine.proto: {e}"),
         };
-        if let Err(e) = tonic_prost_build::configure().build_server(true).build_client(true).compile_fds(fds) {
+        if let Err(e) = tonic_prost_build::configure()
+            .build_server(true)
+            .build_client(true)
+            .compile_fds(fds)
+        {
             panic!("generating the gRPC code: {e}");
         }
     }

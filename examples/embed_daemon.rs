@@ -26,8 +26,18 @@ impl Circuit<Scalar> for Squares {
     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
         for (i, x) in self.0.into_iter().enumerate() {
             let x_val = x.map(Scalar::from);
-            let x = cs.alloc(|| format!("x{i}"), || x_val.ok_or(SynthesisError::AssignmentMissing))?;
-            let y = cs.alloc_input(|| format!("y{i}"), || x_val.map(|v| v * v).ok_or(SynthesisError::AssignmentMissing))?;
+            let x = cs.alloc(
+                || format!("x{i}"),
+                || x_val.ok_or(SynthesisError::AssignmentMissing),
+            )?;
+            let y = cs.alloc_input(
+                || format!("y{i}"),
+                || {
+                    x_val
+                        .map(|v| v * v)
+                        .ok_or(SynthesisError::AssignmentMissing)
+                },
+            )?;
             cs.enforce(|| format!("x{i}^2"), |lc| lc + x, |lc| lc + x, |lc| lc + y);
         }
         Ok(())
@@ -36,10 +46,15 @@ impl Circuit<Scalar> for Squares {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     const N: usize = 4;
-    let params = std::env::temp_dir().join("cuzk-example").join("squares-4.params");
+    let params = std::env::temp_dir()
+        .join("cuzk-example")
+        .join("squares-4.params");
     if !params.exists() {
         std::fs::create_dir_all(params.parent().unwrap_or(&params))?;
-        cuzk_srs::write_params(&params, &cuzk_engine::setup::generate(Squares(vec![None; N]), 1)?)?;
+        cuzk_srs::write_params(
+            &params,
+            &cuzk_engine::setup::generate(Squares(vec![None; N]), 1)?,
+        )?;
     }
     let (engine, devices) = Engine::from_settings(&Settings::load(None)?, None)?;
     println!("devices: {devices}");
@@ -49,27 +64,59 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The kind: input = N little-endian u64 witnesses; anything else is refused by name.
     let squares: CustomKind = Arc::new(move |_, input: &[u8]| {
         if input.len() != 8 * N {
-            return Err(format!("input of {} bytes; expected {N} little-endian u64 values", input.len()));
+            return Err(format!(
+                "input of {} bytes; expected {N} little-endian u64 values",
+                input.len()
+            ));
         }
-        let xs = input.chunks_exact(8).map(|c| c.try_into().map(u64::from_le_bytes).ok()).collect();
+        let xs = input
+            .chunks_exact(8)
+            .map(|c| c.try_into().map(u64::from_le_bytes).ok())
+            .collect();
         Ok(JobSpec::new(srs.clone(), vec![Squares(xs)]))
     });
-    let opts = ServerOptions { custom: vec![("squares".into(), squares)], ..Default::default() };
+    let opts = ServerOptions {
+        custom: vec![("squares".into(), squares)],
+        ..Default::default()
+    };
     opts.ready.set(State::Ready);
     let socket = std::env::temp_dir().join(format!("cuzk-example-{}.sock", std::process::id()));
-    let jobs = JobTable::new(engine.clone(), Arc::new(Metrics::default()), Duration::from_secs(600));
+    let jobs = JobTable::new(
+        engine.clone(),
+        Arc::new(Metrics::default()),
+        Duration::from_secs(600),
+    );
     let server = ControlServer::start(jobs, &socket, opts)?;
 
     // A client: submit, then wait for the proof bytes.
-    let input: Vec<u8> = [3u64, 5, 7, 11].iter().flat_map(|x| x.to_le_bytes()).collect();
-    let Response::Submitted { job } = call(&socket, &Request::ProveCustom { kind: "squares".into(), input })? else {
+    let input: Vec<u8> = [3u64, 5, 7, 11]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    let Response::Submitted { job } = call(
+        &socket,
+        &Request::ProveCustom {
+            kind: "squares".into(),
+            input,
+        },
+    )?
+    else {
         return Err("the daemon refused the job".into());
     };
     match call(&socket, &Request::Wait { job })? {
-        Response::Proof { proof, wall_ms, .. } => println!("job {job}: {} proof bytes (self-verified) in {wall_ms} ms", proof.len()),
+        Response::Proof { proof, wall_ms, .. } => println!(
+            "job {job}: {} proof bytes (self-verified) in {wall_ms} ms",
+            proof.len()
+        ),
         other => return Err(format!("job {job}: {other:?}").into()),
     }
-    if let Response::Error(e) = call(&socket, &Request::ProveCustom { kind: "squares".into(), input: vec![1] })? {
+    if let Response::Error(e) = call(
+        &socket,
+        &Request::ProveCustom {
+            kind: "squares".into(),
+            input: vec![1],
+        },
+    )? {
         println!("a bad input is answered: {e}");
     }
     drop(server);

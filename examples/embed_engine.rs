@@ -29,19 +29,40 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // The SrsLoader opens each file once and shares it.
     let srs = engine.load_srs(&params)?;
-    println!("parameters: {}; a partition reserves {} bytes of device memory", params.display(), Dims::of(&srs).device(Tier::Full, false));
+    println!(
+        "parameters: {}; a partition reserves {} bytes of device memory",
+        params.display(),
+        Dims::of(&srs).device(Tier::Full, false)
+    );
 
     // Two jobs of 4 partitions each (every partition its own witness); the urgent one goes first.
-    let partitions = |seed: u64| (0..4).map(|p| Bits::random(8, seed * 10 + p)).collect::<Vec<_>>();
-    let routine = engine.submit(JobSpec::new(Arc::clone(&srs), partitions(1)).priority(Priority::Low))?;
-    let urgent = engine.submit(JobSpec::new(Arc::clone(&srs), partitions(2)).priority(Priority::High))?;
+    let partitions = |seed: u64| {
+        (0..4)
+            .map(|p| Bits::random(8, seed * 10 + p))
+            .collect::<Vec<_>>()
+    };
+    let routine =
+        engine.submit(JobSpec::new(Arc::clone(&srs), partitions(1)).priority(Priority::Low))?;
+    let urgent =
+        engine.submit(JobSpec::new(Arc::clone(&srs), partitions(2)).priority(Priority::High))?;
     let doomed = engine.submit(JobSpec::new(Arc::clone(&srs), partitions(3)))?;
     engine.cancel(doomed.id);
 
     let out = urgent.wait()?;
-    println!("job {} (high): {} bytes of proof, queue {:?}, prove {:?}", out.id, out.to_bytes().len(), out.queue, out.prove);
+    println!(
+        "job {} (high): {} bytes of proof, queue {:?}, prove {:?}",
+        out.id,
+        out.to_bytes().len(),
+        out.queue,
+        out.prove
+    );
     let out = routine.wait()?;
-    println!("job {} (low):  {} bytes of proof, wall {:?}", out.id, out.to_bytes().len(), out.wall);
+    println!(
+        "job {} (low):  {} bytes of proof, wall {:?}",
+        out.id,
+        out.to_bytes().len(),
+        out.wall
+    );
     match doomed.wait() {
         Err(JobError::Cancelled(id)) => println!("job {id}: cancelled"),
         other => println!("job {}: {:?}", doomed.id, other.map(|o| o.id)),
@@ -50,7 +71,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Everything released once the engine is idle.
     std::thread::sleep(Duration::from_millis(50));
     let st = engine.status()?;
-    println!("status: {} live jobs, host reserved {} bytes, VRAM reserved {:?}", st.jobs, st.host.reserved, st.vram.iter().map(|v| v.reserved).collect::<Vec<_>>());
+    println!(
+        "status: {} live jobs, host reserved {} bytes, VRAM reserved {:?}",
+        st.jobs,
+        st.host.reserved,
+        st.vram.iter().map(|v| v.reserved).collect::<Vec<_>>()
+    );
     engine.shutdown();
     Ok(())
 }

@@ -12,20 +12,37 @@ use rand::SeedableRng;
 /// bellperson's own generator, seeded (the reference the fast setup is checked against).
 pub fn bellperson_params<C: Circuit<Scalar>>(circuit: C, seed: u64) -> Parameters<Bls12> {
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
-    generate_random_parameters::<Bls12, _, _>(circuit, &mut rng).expect("bellperson parameter generation")
+    generate_random_parameters::<Bls12, _, _>(circuit, &mut rng)
+        .expect("bellperson parameter generation")
 }
 
 /// Generates parameters for `circuit` with bellperson, writes them with cuzk-srs into `dir`, and
 /// opens them through the decode cache. Returns bellperson's in-memory parameters too.
-pub fn params_in<C: Circuit<Scalar>>(dir: &Path, name: &str, circuit: C) -> (Parameters<Bls12>, Srs) {
+pub fn params_in<C: Circuit<Scalar>>(
+    dir: &Path,
+    name: &str,
+    circuit: C,
+) -> (Parameters<Bls12>, Srs) {
     let params = bellperson_params(circuit, 42);
     let path = dir.join(format!("{name}.params"));
     write_params(&path, &params).expect("write params");
-    let srs = Srs::open(&path, &OpenOptions { subgroup_check: true, cache: CacheMode::Dir(dir.join("cache")) }).expect("open params");
+    let srs = Srs::open(
+        &path,
+        &OpenOptions {
+            subgroup_check: true,
+            cache: CacheMode::Dir(dir.join("cache")),
+        },
+    )
+    .expect("open params");
     (params, srs)
 }
 
-pub fn bellperson_proof<C: Circuit<Scalar> + Send>(circuit: C, params: &Parameters<Bls12>, r: Scalar, s: Scalar) -> Proof<Bls12> {
+pub fn bellperson_proof<C: Circuit<Scalar> + Send>(
+    circuit: C,
+    params: &Parameters<Bls12>,
+    r: Scalar,
+    s: Scalar,
+) -> Proof<Bls12> {
     create_proof::<Bls12, _, _>(circuit, params, r, s).expect("bellperson create_proof")
 }
 

@@ -19,27 +19,51 @@ fn check<C: Circuit<Scalar> + Clone + Send>(name: &str, circuit: C, partitions: 
     let r_s: Vec<Scalar> = (0..partitions).map(|_| Scalar::random(&mut rng)).collect();
     let s_s: Vec<Scalar> = (0..partitions).map(|_| Scalar::random(&mut rng)).collect();
 
-    let ours = prover.prove(vec![circuit.clone(); partitions], &r_s, &s_s).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let ours = prover
+        .prove(vec![circuit.clone(); partitions], &r_s, &s_s)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
     let mut theirs = Vec::new();
     for i in 0..partitions {
-        theirs.extend(proof_bytes(&bellperson_proof(circuit.clone(), &params, r_s[i], s_s[i])));
+        theirs.extend(proof_bytes(&bellperson_proof(
+            circuit.clone(),
+            &params,
+            r_s[i],
+            s_s[i],
+        )));
     }
     assert_eq!(ours.to_bytes().len(), 192 * partitions, "{name}: wire size");
-    assert_eq!(ours.to_bytes(), theirs, "{name}: proof bytes differ from bellperson's");
+    assert_eq!(
+        ours.to_bytes(),
+        theirs,
+        "{name}: proof bytes differ from bellperson's"
+    );
 
     let verifier = Verifier::new(srs.vk());
     for (p, inputs) in ours.proofs.iter().zip(&ours.public_inputs) {
-        assert!(verifier.verify(p, inputs).unwrap(), "{name}: proof does not verify");
+        assert!(
+            verifier.verify(p, inputs).unwrap(),
+            "{name}: proof does not verify"
+        );
     }
 
     let random = prover.prove_random(vec![circuit], &mut rng).unwrap();
     let (proof, inputs) = (&random.proofs[0], &random.public_inputs[0]);
-    assert!(verifier.verify(proof, inputs).unwrap(), "{name}: random-r,s proof does not verify");
-    assert_ne!(proof_bytes(proof), theirs[..192].to_vec(), "{name}: random r, s gave the fixed proof");
+    assert!(
+        verifier.verify(proof, inputs).unwrap(),
+        "{name}: random-r,s proof does not verify"
+    );
+    assert_ne!(
+        proof_bytes(proof),
+        theirs[..192].to_vec(),
+        "{name}: random r, s gave the fixed proof"
+    );
     if !inputs.is_empty() {
         let mut wrong = inputs.clone();
         wrong[0] += Scalar::ONE;
-        assert!(!verifier.verify(proof, &wrong).unwrap(), "{name}: verified with a wrong public input");
+        assert!(
+            !verifier.verify(proof, &wrong).unwrap(),
+            "{name}: verified with a wrong public input"
+        );
     }
 }
 
@@ -80,7 +104,10 @@ struct Extending {
     pieces: Vec<(Scalar, Scalar)>,
 }
 
-fn piece<CS: bellperson::ConstraintSystem<Scalar>>(cs: &mut CS, (x, y): (Scalar, Scalar)) -> Result<(), bellperson::SynthesisError> {
+fn piece<CS: bellperson::ConstraintSystem<Scalar>>(
+    cs: &mut CS,
+    (x, y): (Scalar, Scalar),
+) -> Result<(), bellperson::SynthesisError> {
     use bellperson::gadgets::num::AllocatedNum;
     let a = AllocatedNum::alloc(cs.namespace(|| "a"), || Ok(x))?;
     let b = AllocatedNum::alloc(cs.namespace(|| "b"), || Ok(y))?;
@@ -97,7 +124,10 @@ fn piece<CS: bellperson::ConstraintSystem<Scalar>>(cs: &mut CS, (x, y): (Scalar,
 }
 
 impl Circuit<Scalar> for Extending {
-    fn synthesize<CS: bellperson::ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), bellperson::SynthesisError> {
+    fn synthesize<CS: bellperson::ConstraintSystem<Scalar>>(
+        self,
+        cs: &mut CS,
+    ) -> Result<(), bellperson::SynthesisError> {
         for xy in self.pieces {
             if CS::is_extensible() {
                 let mut sub = CS::new();
@@ -115,6 +145,8 @@ impl Circuit<Scalar> for Extending {
 #[test]
 fn pieces_synthesized_apart_and_extended() {
     let mut rng = ChaCha8Rng::seed_from_u64(11);
-    let pieces = (0..5).map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng))).collect();
+    let pieces = (0..5)
+        .map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng)))
+        .collect();
     check("extending", Extending { pieces }, 2);
 }

@@ -23,7 +23,14 @@ pub struct Budget {
 
 impl Budget {
     pub fn new(name: impl Into<String>, capacity: u64) -> Self {
-        Budget { name: name.into(), capacity, reserved: 0, high_water: 0, next: 0, live: HashMap::new() }
+        Budget {
+            name: name.into(),
+            capacity,
+            reserved: 0,
+            high_water: 0,
+            next: 0,
+            live: HashMap::new(),
+        }
     }
 
     /// Reserves `bytes` if they fit beside what is already reserved; `None` means wait.

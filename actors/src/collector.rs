@@ -28,8 +28,21 @@ pub struct MsmCollector {
 }
 
 impl MsmCollector {
-    pub fn new(gpu: usize, backend: Arc<dyn Backend>, self_verify: bool, dispatcher: Addr<Dispatcher>, timeline: Timeline) -> Self {
-        MsmCollector { gpu, backend, self_verify, dispatcher, timeline, verifier: None }
+    pub fn new(
+        gpu: usize,
+        backend: Arc<dyn Backend>,
+        self_verify: bool,
+        dispatcher: Addr<Dispatcher>,
+        timeline: Timeline,
+    ) -> Self {
+        MsmCollector {
+            gpu,
+            backend,
+            self_verify,
+            dispatcher,
+            timeline,
+            verifier: None,
+        }
     }
 
     /// The verifier of `srs`, prepared once per parameter set rather than once per partition.
@@ -64,7 +77,10 @@ impl Handler<Collect> for MsmCollector {
     fn handle(&mut self, msg: Collect, _: &mut SyncContext<Self>) {
         let Collect { ticket, computed } = msg;
         let key = ticket.key;
-        let lane = Lane { gpu: Some(self.gpu), worker: None };
+        let lane = Lane {
+            gpu: Some(self.gpu),
+            worker: None,
+        };
         let holds_device = computed.holds_device;
         // The partition's device memory is free once `computed` is gone (dropping a GPU payload
         // waits for its kernels): then its reservation goes back.
@@ -88,18 +104,31 @@ impl Handler<Collect> for MsmCollector {
         device_free(&self.dispatcher);
         for (stage, a, b) in t.events {
             // Device-timed steps (the kernels as the GPU ran them), on the GPU's kernel lane.
-            let lane = if stage == "dtoh" { lane } else { Lane { gpu: Some(self.gpu), worker: Some(0) } };
+            let lane = if stage == "dtoh" {
+                lane
+            } else {
+                Lane {
+                    gpu: Some(self.gpu),
+                    worker: Some(0),
+                }
+            };
             self.timeline.record(key, stage, lane, a, b, 0);
         }
         let result = collected.map_err(|e| e.to_string()).and_then(|sums| {
             let collected = Instant::now();
-            self.timeline.record(key, "collect", lane, start, collected, 0);
-            let proof = assemble(&sums, ticket.srs.vk(), ticket.r, ticket.s).map_err(|e| e.to_string())?;
+            self.timeline
+                .record(key, "collect", lane, start, collected, 0);
+            let proof =
+                assemble(&sums, ticket.srs.vk(), ticket.r, ticket.s).map_err(|e| e.to_string())?;
             let assembled = Instant::now();
-            self.timeline.record(key, "assemble", lane, collected, assembled, 0);
+            self.timeline
+                .record(key, "assemble", lane, collected, assembled, 0);
             if let Some(verifier) = &verifier {
-                let ok = verifier.verify(&proof, &inputs).map_err(|e| e.to_string())?;
-                self.timeline.record(key, "verify", lane, assembled, Instant::now(), 0);
+                let ok = verifier
+                    .verify(&proof, &inputs)
+                    .map_err(|e| e.to_string())?;
+                self.timeline
+                    .record(key, "verify", lane, assembled, Instant::now(), 0);
                 if !ok {
                     return Err("proof failed self-verification".to_string());
                 }

@@ -49,9 +49,16 @@ impl Handler<Compute> for ComputeActor {
     type Result = ();
 
     fn handle(&mut self, msg: Compute, _: &mut SyncContext<Self>) {
-        let Compute { ticket, staged, seq } = msg;
+        let Compute {
+            ticket,
+            staged,
+            seq,
+        } = msg;
         let key = ticket.key;
-        let lane = Lane { gpu: Some(self.gpu), worker: Some(self.worker) };
+        let lane = Lane {
+            gpu: Some(self.gpu),
+            worker: Some(self.worker),
+        };
         let wait = Instant::now();
         if ticket.is_cancelled() {
             // Take (and pass on) the turn, so the partitions staged after this one still run.
@@ -63,16 +70,20 @@ impl Handler<Compute> for ComputeActor {
         let result = {
             let mut turn = Some(self.turns.wait(seq));
             let start = Instant::now();
-            self.timeline.record(key, "mutex_wait", lane, wait, start, 0);
+            self.timeline
+                .record(key, "mutex_wait", lane, wait, start, 0);
             let mut t = Timings::default();
             let mut launched_at = None;
-            let r = self.backend.compute_then(&ticket.srs, staged, &mut t, &mut || {
-                launched_at.get_or_insert_with(Instant::now);
-                turn.take();
-            });
+            let r = self
+                .backend
+                .compute_then(&ticket.srs, staged, &mut t, &mut || {
+                    launched_at.get_or_insert_with(Instant::now);
+                    turn.take();
+                });
             drop(turn);
             let end = Instant::now();
-            self.timeline.record(key, "launch", lane, start, launched_at.unwrap_or(end), 0);
+            self.timeline
+                .record(key, "launch", lane, start, launched_at.unwrap_or(end), 0);
             self.timeline.record(key, "compute", lane, start, end, 0);
             for (stage, a, b) in t.events {
                 self.timeline.record(key, stage, lane, a, b, 0);
@@ -88,7 +99,10 @@ impl Handler<Compute> for ComputeActor {
             }
             Err(e) => {
                 self.dispatcher.do_send(ComputeDone { gpu: self.gpu, key });
-                self.dispatcher.do_send(PartitionDone { key, result: Err(e.to_string()) })
+                self.dispatcher.do_send(PartitionDone {
+                    key,
+                    result: Err(e.to_string()),
+                })
             }
         }
     }

@@ -19,10 +19,18 @@ impl CudaPin {
 
 impl PinApi for CudaPin {
     fn register(&mut self, addr: usize, len: usize) -> Result<(), String> {
-        self.ctx.bind_to_thread().map_err(|e| format!("binding the CUDA context: {e:?}"))?;
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| format!("binding the CUDA context: {e:?}"))?;
         // SAFETY: the HostPinner registers only page-rounded ranges of live host buffers that
         // it never registered before, and unregisters them before they can be freed (leases).
-        let r = unsafe { sys::cuMemHostRegister_v2(addr as *mut std::ffi::c_void, len, sys::CU_MEMHOSTREGISTER_PORTABLE) };
+        let r = unsafe {
+            sys::cuMemHostRegister_v2(
+                addr as *mut std::ffi::c_void,
+                len,
+                sys::CU_MEMHOSTREGISTER_PORTABLE,
+            )
+        };
         if r != sys::CUresult::CUDA_SUCCESS {
             return Err(format!("cuMemHostRegister({addr:#x}, {len} bytes): {r:?}"));
         }
@@ -30,7 +38,9 @@ impl PinApi for CudaPin {
     }
 
     fn unregister(&mut self, addr: usize) -> Result<(), String> {
-        self.ctx.bind_to_thread().map_err(|e| format!("binding the CUDA context: {e:?}"))?;
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| format!("binding the CUDA context: {e:?}"))?;
         // SAFETY: `addr` is the start of a registration made by `register`.
         let r = unsafe { sys::cuMemHostUnregister(addr as *mut std::ffi::c_void) };
         if r != sys::CUresult::CUDA_SUCCESS {

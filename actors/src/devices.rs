@@ -44,7 +44,11 @@ fn cpu(why: Option<String>) -> Devices {
 /// budget smaller, so it is reported and not fatal).
 fn trim(ctx: &cudarc::driver::CudaContext) {
     if let Err(e) = cuzk_engine::gpu::pool::trim(ctx, 0) {
-        slog::warn!(crate::log::component("devices"), "{}; the VRAM budget is read without trimming the pool", e);
+        slog::warn!(
+            crate::log::component("devices"),
+            "{}; the VRAM budget is read without trimming the pool",
+            e
+        );
     }
 }
 
@@ -52,7 +56,8 @@ fn trim(ctx: &cudarc::driver::CudaContext) {
 /// known (it decides `auto`); `reserve`: bytes left free for the driver.
 fn cuda(residency: Residency, resident: Option<u64>, reserve: u64) -> Result<Devices, String> {
     probe()?;
-    let count = cudarc::driver::CudaContext::device_count().map_err(|e| format!("cuDeviceGetCount: {e:?}"))? as usize;
+    let count = cudarc::driver::CudaContext::device_count()
+        .map_err(|e| format!("cuDeviceGetCount: {e:?}"))? as usize;
     let mut backends: Vec<Arc<dyn Backend>> = Vec::new();
     let mut free = Vec::new();
     let mut names = Vec::new();
@@ -60,11 +65,14 @@ fn cuda(residency: Residency, resident: Option<u64>, reserve: u64) -> Result<Dev
     let mut pin_ctx = None;
     // Decide residency from GPU 0's free memory (the GPUs of one host are alike).
     let free0 = {
-        let ctx = cudarc::driver::CudaContext::new(0).map_err(|e| format!("cuCtxCreate on GPU 0: {e:?}"))?;
+        let ctx = cudarc::driver::CudaContext::new(0)
+            .map_err(|e| format!("cuCtxCreate on GPU 0: {e:?}"))?;
         // The pool keeps freed memory (an engine started before in this process may have left
         // some): free memory is read after a trim.
         trim(&ctx);
-        ctx.mem_get_info().map_err(|e| format!("cuMemGetInfo on GPU 0: {e:?}"))?.0 as u64
+        ctx.mem_get_info()
+            .map_err(|e| format!("cuMemGetInfo on GPU 0: {e:?}"))?
+            .0 as u64
     };
     let staging = match residency {
         Residency::Device => true,
@@ -85,24 +93,50 @@ fn cuda(residency: Residency, resident: Option<u64>, reserve: u64) -> Result<Dev
         }
         let ctx = dev.ctx.clone();
         trim(&ctx);
-        let (f, total) = ctx.mem_get_info().map_err(|e| format!("cuMemGetInfo on GPU {i}: {e:?}"))?;
+        let (f, total) = ctx
+            .mem_get_info()
+            .map_err(|e| format!("cuMemGetInfo on GPU {i}: {e:?}"))?;
         gpu_names.push(dev.name.clone());
-        names.push(format!("{} ({} of {} MiB free{})", dev.name, f >> 20, total >> 20, if staging { ", staged, resident SRS" } else { "" }));
+        names.push(format!(
+            "{} ({} of {} MiB free{})",
+            dev.name,
+            f >> 20,
+            total >> 20,
+            if staging {
+                ", staged, resident SRS"
+            } else {
+                ""
+            }
+        ));
         pin_ctx.get_or_insert(ctx);
         free.push(f as u64);
         backends.push(b);
     }
     let ctx = pin_ctx.ok_or("no CUDA GPU")?;
-    Ok(Devices { backends, free, pin: Box::new(CudaPin::new(ctx)), description: format!("cuda: {}", names.join(", ")), srs_resident: staging, names: gpu_names })
+    Ok(Devices {
+        backends,
+        free,
+        pin: Box::new(CudaPin::new(ctx)),
+        description: format!("cuda: {}", names.join(", ")),
+        srs_resident: staging,
+        names: gpu_names,
+    })
 }
 
 /// Opens the devices. On GPUs, `residency` picks `PipelinedGpu` (resident SRS, copy-stream
 /// staging) or `GpuBackend`; `resident` is what a resident SRS needs per GPU (bases and one MSM's
 /// scratch, see `tier::Dims`), when the SRS is known; `reserve` is kept free for the driver.
-pub fn open(choice: BackendChoice, residency: Residency, resident: Option<u64>, reserve: u64) -> Result<Devices, String> {
+pub fn open(
+    choice: BackendChoice,
+    residency: Residency,
+    resident: Option<u64>,
+    reserve: u64,
+) -> Result<Devices, String> {
     match choice {
         BackendChoice::Cpu => Ok(cpu(None)),
         BackendChoice::Cuda => cuda(residency, resident, reserve),
-        BackendChoice::Auto => Ok(cuda(residency, resident, reserve).unwrap_or_else(|why| cpu(Some(why)))),
+        BackendChoice::Auto => {
+            Ok(cuda(residency, resident, reserve).unwrap_or_else(|why| cpu(Some(why))))
+        }
     }
 }

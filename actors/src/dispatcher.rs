@@ -105,7 +105,12 @@ impl Dispatcher {
             on_gpu: vec![Vec::new(); cfg.vram_capacity.len()],
             resident: vec![None; cfg.vram_capacity.len()],
             depth: cfg.workers_per_gpu + 1,
-            vram: cfg.vram_capacity.iter().enumerate().map(|(i, c)| Budget::new(format!("vram{i}"), *c)).collect(),
+            vram: cfg
+                .vram_capacity
+                .iter()
+                .enumerate()
+                .map(|(i, c)| Budget::new(format!("vram{i}"), *c))
+                .collect(),
             host: Budget::new("host", cfg.host_capacity),
             srs_resident: cfg.srs_resident,
             jobs: HashMap::new(),
@@ -127,7 +132,10 @@ impl Dispatcher {
             };
             let l = crate::log::job(job, partition, &st.kind, None);
             match &err {
-                JobError::Cancelled(_) => slog::info!(l, "job cancelled: its queued partitions dropped, reservations released"),
+                JobError::Cancelled(_) => slog::info!(
+                    l,
+                    "job cancelled: its queued partitions dropped, reservations released"
+                ),
                 e => slog::warn!(l, "{}", e),
             }
         }
@@ -146,7 +154,10 @@ impl Dispatcher {
         let gone: Vec<Order> = self.ready.iter().filter(|o| o.1 == job).copied().collect();
         for o in gone {
             self.ready.remove(&o);
-            self.release_all(PartKey { job, partition: o.2 });
+            self.release_all(PartKey {
+                job,
+                partition: o.2,
+            });
         }
         if let Some(st) = self.jobs.get_mut(&job) {
             st.ready.clear();
@@ -156,7 +167,9 @@ impl Dispatcher {
     }
 
     fn release_all(&mut self, key: PartKey) {
-        let Some(st) = self.jobs.get_mut(&key.job) else { return };
+        let Some(st) = self.jobs.get_mut(&key.job) else {
+            return;
+        };
         if let Some(f) = st.in_flight.remove(&key.partition) {
             if let Some(h) = f.host {
                 self.host.release(h);
@@ -168,7 +181,10 @@ impl Dispatcher {
     }
 
     fn forget_if_idle(&mut self, job: JobId) {
-        let idle = self.jobs.get(&job).is_some_and(|st| st.reply.is_none() && st.in_flight.is_empty());
+        let idle = self
+            .jobs
+            .get(&job)
+            .is_some_and(|st| st.reply.is_none() && st.in_flight.is_empty());
         if idle {
             self.jobs.remove(&job);
         }
@@ -195,7 +211,11 @@ impl Dispatcher {
             let dims = Dims::of(&st.spec_srs);
             let Some(res) = self.host.try_reserve(dims.host()) else {
                 if self.host.live() == 0 {
-                    let what = format!("a partition needs {} host bytes; the host budget is {}", dims.host(), self.host.capacity());
+                    let what = format!(
+                        "a partition needs {} host bytes; the host budget is {}",
+                        dims.host(),
+                        self.host.capacity()
+                    );
                     self.fail(job, JobError::Rejected { job, what });
                     continue;
                 }
@@ -206,7 +226,13 @@ impl Dispatcher {
                 self.host.release(res);
                 continue;
             };
-            st.in_flight.insert(partition, InFlight { host: Some(res), vram: None });
+            st.in_flight.insert(
+                partition,
+                InFlight {
+                    host: Some(res),
+                    vram: None,
+                },
+            );
             let srs = st.spec_srs.clone();
             let addr = ctx.address();
             let timeline = self.timeline.clone();
@@ -218,11 +244,20 @@ impl Dispatcher {
                     return;
                 }
                 let start = Instant::now();
-                let hint = Shape { constraints: srs.domain_size(), inputs: srs.num_inputs(), aux: srs.l().len() };
-                let result = synth(hint).and_then(|asg| prepare(partition, asg, &srs, &ProveOptions::default()));
+                let hint = Shape {
+                    constraints: srs.domain_size(),
+                    inputs: srs.num_inputs(),
+                    aux: srs.l().len(),
+                };
+                let result = synth(hint)
+                    .and_then(|asg| prepare(partition, asg, &srs, &ProveOptions::default()));
                 let end = Instant::now();
                 timeline.record(key, "synth", Lane::default(), start, end, 0);
-                addr.do_send(Synthesized { key, result: result.map_err(|e| e.to_string()), at: end });
+                addr.do_send(Synthesized {
+                    key,
+                    result: result.map_err(|e| e.to_string()),
+                    at: end,
+                });
             });
         }
     }
@@ -230,7 +265,11 @@ impl Dispatcher {
     /// Makes `srs` the SRS resident on `gpu`: its bases and one MSM's scratch are reserved there
     /// until another SRS takes its place, which happens only when nothing is staged on the GPU.
     /// `Some(bytes)` when resident, `None` to wait.
-    fn make_resident(&mut self, gpu: usize, srs: &Arc<cuzk_srs::Srs>) -> Result<Option<u64>, String> {
+    fn make_resident(
+        &mut self,
+        gpu: usize,
+        srs: &Arc<cuzk_srs::Srs>,
+    ) -> Result<Option<u64>, String> {
         let d = Dims::of(srs);
         let need = d.resident((self.depth - 1).max(1));
         if let Some((weak, res, bytes)) = &self.resident[gpu] {
@@ -258,7 +297,9 @@ impl Dispatcher {
                 continue;
             }
             // Strict order: only the head of the ready queue may go next.
-            let Some(&order) = self.ready.first() else { return };
+            let Some(&order) = self.ready.first() else {
+                return;
+            };
             let (_, job, partition) = order;
             let Some(srs) = self.jobs.get(&job).map(|st| st.spec_srs.clone()) else {
                 self.ready.remove(&order);
@@ -275,14 +316,18 @@ impl Dispatcher {
                     }
                 }
             }
-            let Some(st) = self.jobs.get_mut(&job) else { continue 'gpus };
+            let Some(st) = self.jobs.get_mut(&job) else {
+                continue 'gpus;
+            };
             let dims = Dims::of(&srs);
             let Some((tier, bytes)) = choose(&dims, room, self.srs_resident) else {
                 let what = format!("a partition needs more device memory than GPU {gpu}'s whole budget ({} bytes), even in the chunked tier", self.vram[gpu].capacity());
                 self.fail(job, JobError::Rejected { job, what });
                 return;
             };
-            let Some(res) = self.vram[gpu].try_reserve(bytes) else { continue 'gpus };
+            let Some(res) = self.vram[gpu].try_reserve(bytes) else {
+                continue 'gpus;
+            };
             self.ready.remove(&order);
             let Some((mut prepared, since)) = st.ready.remove(&partition) else {
                 self.vram[gpu].release(res);
@@ -296,9 +341,25 @@ impl Dispatcher {
             }
             let now = Instant::now();
             st.first_upload.get_or_insert(now);
-            self.timeline.record(PartKey { job, partition }, "queue", Lane { gpu: Some(gpu), worker: None }, since, now, 0);
+            self.timeline.record(
+                PartKey { job, partition },
+                "queue",
+                Lane {
+                    gpu: Some(gpu),
+                    worker: None,
+                },
+                since,
+                now,
+                0,
+            );
             let (r, s) = st.rs[partition];
-            let ticket = Ticket { key: PartKey { job, partition }, srs: st.spec_srs.clone(), r, s, cancelled: st.cancelled.clone() };
+            let ticket = Ticket {
+                key: PartKey { job, partition },
+                srs: st.spec_srs.clone(),
+                r,
+                s,
+                cancelled: st.cancelled.clone(),
+            };
             self.uploading[gpu] = true;
             self.staged[gpu] += 1;
             self.on_gpu[gpu].push(ticket.key);
@@ -307,7 +368,11 @@ impl Dispatcher {
             }
             self.dispatch_log.push_back(ticket.key);
             slog::debug!(crate::log::job(job, Some(partition), &st.kind, Some(gpu)), "partition dispatched"; "bytes" => bytes, "tier" => format!("{tier:?}"));
-            self.uploaders[gpu].do_send(Upload { ticket, prepared, bytes });
+            self.uploaders[gpu].do_send(Upload {
+                ticket,
+                prepared,
+                bytes,
+            });
         }
     }
 }
@@ -343,7 +408,13 @@ impl Handler<Submit> for Dispatcher {
         let id = self.next_job;
         self.next_job += 1;
         let _ = msg.id.send(id);
-        let JobSpec { srs, partitions, priority, randomness, kind } = msg.spec;
+        let JobSpec {
+            srs,
+            partitions,
+            priority,
+            randomness,
+            kind,
+        } = msg.spec;
         let count = partitions.len();
         let rs = match randomness {
             Randomness::Fixed(v) if v.len() == count => v,
@@ -354,11 +425,16 @@ impl Handler<Submit> for Dispatcher {
             }
             Randomness::Random => {
                 let mut rng = rand::thread_rng();
-                (0..count).map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng))).collect()
+                (0..count)
+                    .map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng)))
+                    .collect()
             }
         };
         if count == 0 {
-            let _ = msg.reply.send(Err(JobError::Rejected { job: id, what: "no partitions".into() }));
+            let _ = msg.reply.send(Err(JobError::Rejected {
+                job: id,
+                what: "no partitions".into(),
+            }));
             return;
         }
         for p in 0..count {
@@ -398,7 +474,10 @@ impl Handler<Synthesized> for Dispatcher {
     type Result = ();
     fn handle(&mut self, msg: Synthesized, ctx: &mut Context<Self>) {
         let PartKey { job, partition } = msg.key;
-        let alive = self.jobs.get(&job).is_some_and(|st| !st.cancelled.load(Ordering::Acquire));
+        let alive = self
+            .jobs
+            .get(&job)
+            .is_some_and(|st| !st.cancelled.load(Ordering::Acquire));
         match msg.result {
             _ if !alive => self.release_all(msg.key),
             Ok(prepared) => {
@@ -409,7 +488,14 @@ impl Handler<Synthesized> for Dispatcher {
             }
             Err(what) => {
                 self.release_all(msg.key);
-                self.fail(job, JobError::Failed { job, partition, what });
+                self.fail(
+                    job,
+                    JobError::Failed {
+                        job,
+                        partition,
+                        what,
+                    },
+                );
             }
         }
         self.forget_if_idle(job);
@@ -428,7 +514,11 @@ impl Handler<UploadDone> for Dispatcher {
     type Result = ();
     fn handle(&mut self, msg: UploadDone, ctx: &mut Context<Self>) {
         self.uploading[msg.gpu] = false;
-        if let Some(f) = self.jobs.get_mut(&msg.key.job).and_then(|st| st.in_flight.get_mut(&msg.key.partition)) {
+        if let Some(f) = self
+            .jobs
+            .get_mut(&msg.key.job)
+            .and_then(|st| st.in_flight.get_mut(&msg.key.partition))
+        {
             if let Some(h) = f.host.take() {
                 self.host.release(h);
             }
@@ -449,7 +539,11 @@ impl Handler<ComputeDone> for Dispatcher {
     fn handle(&mut self, msg: ComputeDone, ctx: &mut Context<Self>) {
         self.staged[msg.gpu] = self.staged[msg.gpu].saturating_sub(1);
         self.on_gpu[msg.gpu].retain(|k| *k != msg.key);
-        if let Some(f) = self.jobs.get_mut(&msg.key.job).and_then(|st| st.in_flight.get_mut(&msg.key.partition)) {
+        if let Some(f) = self
+            .jobs
+            .get_mut(&msg.key.job)
+            .and_then(|st| st.in_flight.get_mut(&msg.key.partition))
+        {
             if let Some((gpu, v)) = f.vram.take() {
                 self.vram[gpu].release(v);
             }
@@ -487,7 +581,14 @@ impl Handler<PartitionDone> for Dispatcher {
         let PartKey { job, partition } = msg.key;
         self.release_all(msg.key);
         match msg.result {
-            Err(what) => self.fail(job, JobError::Failed { job, partition, what }),
+            Err(what) => self.fail(
+                job,
+                JobError::Failed {
+                    job,
+                    partition,
+                    what,
+                },
+            ),
             Ok(done) => {
                 if let Some(st) = self.jobs.get_mut(&job) {
                     slog::debug!(crate::log::job(job, Some(partition), &st.kind, None), "partition proved"; "remaining" => st.remaining - 1);
@@ -495,7 +596,8 @@ impl Handler<PartitionDone> for Dispatcher {
                     st.remaining -= 1;
                     if st.remaining == 0 {
                         let now = Instant::now();
-                        let (proofs, public_inputs): (Vec<_>, Vec<_>) = st.done.drain(..).flatten().unzip();
+                        let (proofs, public_inputs): (Vec<_>, Vec<_>) =
+                            st.done.drain(..).flatten().unzip();
                         let first = st.first_upload.unwrap_or(now);
                         let out = JobOutput {
                             id: job,
@@ -564,12 +666,23 @@ pub struct BudgetStatus {
 
 impl From<&Budget> for BudgetStatus {
     fn from(b: &Budget) -> Self {
-        BudgetStatus { name: b.name().into(), capacity: b.capacity(), unlimited: b.capacity() >= crate::budget::UNLIMITED, reserved: b.reserved(), high_water: b.high_water(), reservations: b.live() }
+        BudgetStatus {
+            name: b.name().into(),
+            capacity: b.capacity(),
+            unlimited: b.capacity() >= crate::budget::UNLIMITED,
+            reserved: b.reserved(),
+            high_water: b.high_water(),
+            reservations: b.live(),
+        }
     }
 }
 
 fn capacity_or_zero<S: serde::Serializer>(c: &u64, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_u64(if *c >= crate::budget::UNLIMITED { 0 } else { *c })
+    s.serialize_u64(if *c >= crate::budget::UNLIMITED {
+        0
+    } else {
+        *c
+    })
 }
 
 /// One live job.
@@ -634,9 +747,25 @@ impl Handler<GetStatus> for Dispatcher {
             paused: self.paused,
             vram: self.vram.iter().map(BudgetStatus::from).collect(),
             host: (&self.host).into(),
-            dispatch_order: self.dispatch_log.iter().map(|k| (k.job, k.partition)).collect(),
-            on_gpu: self.on_gpu.iter().map(|v| v.iter().map(|k| (k.job, k.partition)).collect()).collect(),
-            resident: self.resident.iter().map(|r| r.as_ref().and_then(|(w, _, _)| w.upgrade()).map(|s| s.path().to_path_buf())).collect(),
+            dispatch_order: self
+                .dispatch_log
+                .iter()
+                .map(|k| (k.job, k.partition))
+                .collect(),
+            on_gpu: self
+                .on_gpu
+                .iter()
+                .map(|v| v.iter().map(|k| (k.job, k.partition)).collect())
+                .collect(),
+            resident: self
+                .resident
+                .iter()
+                .map(|r| {
+                    r.as_ref()
+                        .and_then(|(w, _, _)| w.upgrade())
+                        .map(|s| s.path().to_path_buf())
+                })
+                .collect(),
         });
     }
 }

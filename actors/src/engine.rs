@@ -15,10 +15,12 @@ use cuzk_srs::{OpenOptions, Srs};
 use crate::collector::MsmCollector;
 use crate::compute::ComputeActor;
 use crate::devices;
-use crate::settings::Settings;
-use crate::dispatcher::{Cancel, Dispatcher, DispatcherConfig, GetStatus, SetPaused, SetUploaders, Status, Submit};
+use crate::dispatcher::{
+    Cancel, Dispatcher, DispatcherConfig, GetStatus, SetPaused, SetUploaders, Status, Submit,
+};
 use crate::job::{JobHandle, JobId, JobSpec};
 use crate::pinner::{HostPinner, PinApi};
+use crate::settings::Settings;
 use crate::srs_loader::{Evict, EvictIdle, Load, SrsLoader};
 use crate::timeline::Timeline;
 use crate::turns::Turns;
@@ -53,7 +55,9 @@ impl Default for EngineConfig {
             vram_budget: vec![crate::budget::UNLIMITED],
             host_budget: crate::budget::UNLIMITED,
             srs_resident: false,
-            synth_threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2),
+            synth_threads: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2),
             pin_chunk: 256 << 20,
             self_verify: true,
             srs_open: OpenOptions::default(),
@@ -82,9 +86,17 @@ struct Started {
 
 impl Engine {
     /// Starts the pipeline over `backends` (one per GPU; a CPU backend counts as one device).
-    pub fn start(cfg: EngineConfig, backends: Vec<Arc<dyn Backend>>, pin_api: Box<dyn PinApi>) -> Result<Engine, String> {
+    pub fn start(
+        cfg: EngineConfig,
+        backends: Vec<Arc<dyn Backend>>,
+        pin_api: Box<dyn PinApi>,
+    ) -> Result<Engine, String> {
         if backends.is_empty() || backends.len() != cfg.vram_budget.len() {
-            return Err(format!("{} backends but {} VRAM budgets", backends.len(), cfg.vram_budget.len()));
+            return Err(format!(
+                "{} backends but {} VRAM budgets",
+                backends.len(),
+                cfg.vram_budget.len()
+            ));
         }
         // The engine's diagnostics (`log` facade) into the slog logger, unless the embedding
         // program routes `log` itself.
@@ -113,7 +125,10 @@ impl Engine {
                     let api = Mutex::new(Some(pin_api));
                     let pinner = SyncArbiter::start(1, move || {
                         let a = api.lock().ok().and_then(|mut g| g.take());
-                        HostPinner::new(a.unwrap_or_else(|| Box::new(crate::pinner::CountingPin::default())), chunk)
+                        HostPinner::new(
+                            a.unwrap_or_else(|| Box::new(crate::pinner::CountingPin::default())),
+                            chunk,
+                        )
                     });
                     let opts = cfg.srs_open.clone();
                     let loader = SyncArbiter::start(1, move || SrsLoader::new(opts.clone()));
@@ -121,20 +136,30 @@ impl Engine {
                     for (gpu, backend) in backends.into_iter().enumerate() {
                         let (b, d, t) = (backend.clone(), dispatcher.clone(), tl.clone());
                         let verify = cfg.self_verify;
-                        let collector = SyncArbiter::start(1, move || MsmCollector::new(gpu, b.clone(), verify, d.clone(), t.clone()));
+                        let collector = SyncArbiter::start(1, move || {
+                            MsmCollector::new(gpu, b.clone(), verify, d.clone(), t.clone())
+                        });
                         let turns = Arc::new(Turns::default());
                         let next_worker = Arc::new(AtomicUsize::new(0));
                         let (b, d, t) = (backend.clone(), dispatcher.clone(), tl.clone());
-                        let compute = SyncArbiter::start(cfg.gpu_workers_per_device.max(1), move || ComputeActor {
-                            gpu,
-                            worker: next_worker.fetch_add(1, Ordering::Relaxed),
-                            backend: b.clone(),
-                            turns: turns.clone(),
-                            collector: collector.clone(),
-                            dispatcher: d.clone(),
-                            timeline: t.clone(),
-                        });
-                        let (b, d, t, p) = (backend.clone(), dispatcher.clone(), tl.clone(), pinner.clone());
+                        let compute =
+                            SyncArbiter::start(cfg.gpu_workers_per_device.max(1), move || {
+                                ComputeActor {
+                                    gpu,
+                                    worker: next_worker.fetch_add(1, Ordering::Relaxed),
+                                    backend: b.clone(),
+                                    turns: turns.clone(),
+                                    collector: collector.clone(),
+                                    dispatcher: d.clone(),
+                                    timeline: t.clone(),
+                                }
+                            });
+                        let (b, d, t, p) = (
+                            backend.clone(),
+                            dispatcher.clone(),
+                            tl.clone(),
+                            pinner.clone(),
+                        );
                         uploaders.push(SyncArbiter::start(1, move || UploadActor {
                             gpu,
                             backend: b.clone(),
@@ -155,7 +180,12 @@ impl Engine {
                             l.do_send(EvictIdle { idle, reply: None });
                         }
                     });
-                    Ok::<_, String>(Started { dispatcher, pinner, loader, system: actix_rt::System::current() })
+                    Ok::<_, String>(Started {
+                        dispatcher,
+                        pinner,
+                        loader,
+                        system: actix_rt::System::current(),
+                    })
                 });
                 let ok = started.is_ok();
                 let _ = tx.send(started);
@@ -164,8 +194,18 @@ impl Engine {
                 }
             })
             .map_err(|e| format!("starting the actor thread: {e}"))?;
-        let s = rx.recv().map_err(|_| "the actor system failed to start".to_string())??;
-        Ok(Engine { dispatcher: s.dispatcher, pinner: s.pinner, loader: s.loader, system: s.system, thread: Mutex::new(Some(thread)), timeline, device_names })
+        let s = rx
+            .recv()
+            .map_err(|_| "the actor system failed to start".to_string())??;
+        Ok(Engine {
+            dispatcher: s.dispatcher,
+            pinner: s.pinner,
+            loader: s.loader,
+            system: s.system,
+            thread: Mutex::new(Some(thread)),
+            timeline,
+            device_names,
+        })
     }
 
     /// Starts the engine as `settings` describe it: opens the devices (CUDA GPUs if usable, else
@@ -173,9 +213,17 @@ impl Engine {
     /// resident where `engine.srs_residency` says so. `resident` is what a resident SRS needs per
     /// GPU when the SRS is already known (it decides `auto`). Returns the engine and a line
     /// describing the devices.
-    pub fn from_settings(settings: &Settings, resident: Option<u64>) -> Result<(Engine, String), String> {
+    pub fn from_settings(
+        settings: &Settings,
+        resident: Option<u64>,
+    ) -> Result<(Engine, String), String> {
         let e = &settings.engine;
-        let dev = devices::open(e.backend, e.srs_residency, resident, e.vram_reserve_mib << 20)?;
+        let dev = devices::open(
+            e.backend,
+            e.srs_residency,
+            resident,
+            e.vram_reserve_mib << 20,
+        )?;
         let mut cfg = settings.engine_config(&dev.free);
         cfg.srs_resident = dev.srs_resident;
         let names = dev.names;
@@ -188,7 +236,13 @@ impl Engine {
         let (reply, rx) = crossbeam_channel::bounded(1);
         let (id_tx, id_rx) = crossbeam_channel::bounded(1);
         let submitted = Instant::now();
-        self.dispatcher.try_send(Submit { spec, reply, id: id_tx }).map_err(|e| format!("engine not accepting jobs: {e}"))?;
+        self.dispatcher
+            .try_send(Submit {
+                spec,
+                reply,
+                id: id_tx,
+            })
+            .map_err(|e| format!("engine not accepting jobs: {e}"))?;
         let id = id_rx.recv().map_err(|_| "engine stopped".to_string())?;
         Ok(JobHandle { id, rx, submitted })
     }
@@ -220,13 +274,19 @@ impl Engine {
     /// Opens (once; then shared) the parameter file at `path`.
     pub fn load_srs(&self, path: &Path) -> Result<Arc<Srs>, String> {
         let (tx, rx) = crossbeam_channel::bounded(1);
-        self.loader.do_send(Load { path: path.into(), reply: tx });
+        self.loader.do_send(Load {
+            path: path.into(),
+            reply: tx,
+        });
         rx.recv().map_err(|_| "engine stopped".to_string())?
     }
 
     pub fn evict_srs(&self, path: &Path) -> Result<(), String> {
         let (tx, rx) = crossbeam_channel::bounded(1);
-        self.loader.do_send(Evict { path: path.into(), reply: tx });
+        self.loader.do_send(Evict {
+            path: path.into(),
+            reply: tx,
+        });
         rx.recv().map_err(|_| "engine stopped".to_string())?
     }
 
@@ -239,7 +299,10 @@ impl Engine {
 
     pub fn evict_idle_srs(&self, idle: Duration) -> Vec<PathBuf> {
         let (tx, rx) = crossbeam_channel::bounded(1);
-        self.loader.do_send(EvictIdle { idle, reply: Some(tx) });
+        self.loader.do_send(EvictIdle {
+            idle,
+            reply: Some(tx),
+        });
         rx.recv().unwrap_or_default()
     }
 

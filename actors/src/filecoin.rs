@@ -9,7 +9,9 @@ use std::sync::Arc;
 use bellperson::Circuit;
 use blstrs::Scalar;
 use cuzk_filecoin::request::Parsed;
-use cuzk_filecoin::{params, CircuitSink, FilecoinError, Partitions, ProofKind, ProofRequest, Registered};
+use cuzk_filecoin::{
+    params, CircuitSink, FilecoinError, Partitions, ProofKind, ProofRequest, Registered,
+};
 use cuzk_srs::Srs;
 
 use crate::engine::Engine;
@@ -27,7 +29,10 @@ pub struct FilecoinConfig {
 
 impl Default for FilecoinConfig {
     fn default() -> Self {
-        FilecoinConfig { params_dir: None, priority: default_priority }
+        FilecoinConfig {
+            params_dir: None,
+            priority: default_priority,
+        }
     }
 }
 
@@ -49,9 +54,15 @@ pub struct FilecoinJob {
 }
 
 /// Builds the job of `parsed` against the already loaded `srs`.
-pub fn job_spec(parsed: Parsed, srs: Arc<Srs>, priority: Priority) -> Result<JobSpec, FilecoinError> {
+pub fn job_spec(
+    parsed: Parsed,
+    srs: Arc<Srs>,
+    priority: Priority,
+) -> Result<JobSpec, FilecoinError> {
     let kind = parsed.kind();
-    parsed.build(ToJob { srs })?.map(|spec| spec.priority(priority).kind(kind.name()))
+    parsed
+        .build(ToJob { srs })?
+        .map(|spec| spec.priority(priority).kind(kind.name()))
 }
 
 struct ToJob {
@@ -61,28 +72,51 @@ struct ToJob {
 impl CircuitSink for ToJob {
     type Out = Result<JobSpec, FilecoinError>;
     fn take<C: Circuit<Scalar> + Send + 'static>(self, parts: Partitions<C>) -> Self::Out {
-        JobSpec::with_parallel_witness(self.srs, parts.circuits, parts.public_inputs, parts.parallel_witness).map_err(|e| FilecoinError::Invalid { what: "job".into(), detail: e })
+        JobSpec::with_parallel_witness(
+            self.srs,
+            parts.circuits,
+            parts.public_inputs,
+            parts.parallel_witness,
+        )
+        .map_err(|e| FilecoinError::Invalid {
+            what: "job".into(),
+            detail: e,
+        })
     }
 }
 
 impl Engine {
     /// Parses `req`, finds and loads its parameter file (a missing one is an error naming the
     /// file and directory), builds the partition circuits and submits them.
-    pub fn submit_filecoin(&self, req: ProofRequest, cfg: &FilecoinConfig) -> Result<FilecoinJob, String> {
+    pub fn submit_filecoin(
+        &self,
+        req: ProofRequest,
+        cfg: &FilecoinConfig,
+    ) -> Result<FilecoinJob, String> {
         let parsed = req.parse().map_err(|e| e.to_string())?;
         self.submit_parsed(parsed, cfg)
     }
 
     /// As [`Engine::submit_filecoin`], for a request already parsed.
-    pub fn submit_parsed(&self, parsed: Parsed, cfg: &FilecoinConfig) -> Result<FilecoinJob, String> {
+    pub fn submit_parsed(
+        &self,
+        parsed: Parsed,
+        cfg: &FilecoinConfig,
+    ) -> Result<FilecoinJob, String> {
         let registered = parsed.registered();
         let dir = params::dir(cfg.params_dir.as_deref());
         let path = params::locate(registered, &dir).map_err(|e| e.to_string())?;
         let srs = self.load_srs(&path)?;
-        let spec = job_spec(parsed, srs, (cfg.priority)(registered.kind())).map_err(|e| e.to_string())?;
+        let spec =
+            job_spec(parsed, srs, (cfg.priority)(registered.kind())).map_err(|e| e.to_string())?;
         let partitions = spec.partitions.len();
         let handle = self.submit(spec)?;
-        Ok(FilecoinJob { handle, registered, params: path, partitions })
+        Ok(FilecoinJob {
+            handle,
+            registered,
+            params: path,
+            partitions,
+        })
     }
 }
 

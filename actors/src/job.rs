@@ -47,14 +47,28 @@ pub struct JobSpec {
 impl JobSpec {
     /// A job proving `circuits` (the partitions of one proof) against `srs`.
     pub fn new<C: Circuit<Scalar> + Send + 'static>(srs: Arc<Srs>, circuits: Vec<C>) -> Self {
-        let partitions = circuits.into_iter().enumerate().map(|(i, c)| synth_fn(&srs, i, c, None, None)).collect();
-        JobSpec { srs, partitions, priority: Priority::Normal, randomness: Randomness::Random, kind: Arc::from("custom") }
+        let partitions = circuits
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| synth_fn(&srs, i, c, None, None))
+            .collect();
+        JobSpec {
+            srs,
+            partitions,
+            priority: Priority::Normal,
+            randomness: Randomness::Random,
+            kind: Arc::from("custom"),
+        }
     }
 
     /// A job whose partitions must synthesize to exactly these public inputs (`expected[i]` for
     /// partition `i`, `one` excluded), as a proof system's own `generate_public_inputs` computes
     /// them: a partition whose synthesized inputs differ fails before any proving work.
-    pub fn with_expected_inputs<C: Circuit<Scalar> + Send + 'static>(srs: Arc<Srs>, circuits: Vec<C>, expected: Vec<Vec<Scalar>>) -> Result<Self, String> {
+    pub fn with_expected_inputs<C: Circuit<Scalar> + Send + 'static>(
+        srs: Arc<Srs>,
+        circuits: Vec<C>,
+        expected: Vec<Vec<Scalar>>,
+    ) -> Result<Self, String> {
         JobSpec::with_parallel_witness(srs, circuits, expected, None)
     }
 
@@ -68,10 +82,25 @@ impl JobSpec {
         parallel: Option<ParallelWitness<C>>,
     ) -> Result<Self, String> {
         if expected.len() != circuits.len() {
-            return Err(format!("{} circuits but {} public-input vectors", circuits.len(), expected.len()));
+            return Err(format!(
+                "{} circuits but {} public-input vectors",
+                circuits.len(),
+                expected.len()
+            ));
         }
-        let partitions = circuits.into_iter().zip(expected).enumerate().map(|(i, (c, e))| synth_fn(&srs, i, c, Some(e), parallel)).collect();
-        Ok(JobSpec { srs, partitions, priority: Priority::Normal, randomness: Randomness::Random, kind: Arc::from("custom") })
+        let partitions = circuits
+            .into_iter()
+            .zip(expected)
+            .enumerate()
+            .map(|(i, (c, e))| synth_fn(&srs, i, c, Some(e), parallel))
+            .collect();
+        Ok(JobSpec {
+            srs,
+            partitions,
+            priority: Priority::Normal,
+            randomness: Randomness::Random,
+            kind: Arc::from("custom"),
+        })
     }
     pub fn priority(mut self, p: Priority) -> Self {
         self.priority = p;
@@ -89,11 +118,21 @@ impl JobSpec {
 }
 
 /// A circuit type's witness on several threads against its recording.
-pub type ParallelWitness<C> = fn(C, &cuzk_engine::recorded::Recording, usize) -> Result<cuzk_engine::recorded::Values, EngineError>;
+pub type ParallelWitness<C> = fn(
+    C,
+    &cuzk_engine::recorded::Recording,
+    usize,
+) -> Result<cuzk_engine::recorded::Values, EngineError>;
 
 /// Partition `i`'s synthesis (the one place the pipeline turns a circuit into an assignment), with
 /// an optional check of its public inputs against `expected`.
-fn synth_fn<C: Circuit<Scalar> + Send + 'static>(srs: &Arc<Srs>, i: usize, c: C, expected: Option<Vec<Scalar>>, parallel: Option<ParallelWitness<C>>) -> SynthFn {
+fn synth_fn<C: Circuit<Scalar> + Send + 'static>(
+    srs: &Arc<Srs>,
+    i: usize,
+    c: C,
+    expected: Option<Vec<Scalar>>,
+    parallel: Option<ParallelWitness<C>>,
+) -> SynthFn {
     // The recorded path unless `RecordingCache::global()`'s options turn it off; where the
     // circuit has a parallel witness and its recording is held, that.
     let srs = srs.clone();
@@ -108,8 +147,12 @@ fn synth_fn<C: Circuit<Scalar> + Send + 'static>(srs: &Arc<Srs>, i: usize, c: C,
             synthesize_default(&srs, c, i, hint)
         };
         // A gadget that panics on a witness it did not expect fails this partition, not the pool.
-        let asg = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
-            .map_err(|p| EngineError::Other(format!("partition {i}: synthesis panicked: {}", panic_text(&p))))??;
+        let asg = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).map_err(|p| {
+            EngineError::Other(format!(
+                "partition {i}: synthesis panicked: {}",
+                panic_text(&p)
+            ))
+        })??;
         if let Some(e) = expected {
             cuzk_engine::verify::check_public_inputs(i, asg.public_inputs(), &e)?;
         }
@@ -149,7 +192,11 @@ pub enum JobError {
     #[error("job {0} was cancelled")]
     Cancelled(JobId),
     #[error("job {job} partition {partition}: {what}")]
-    Failed { job: JobId, partition: usize, what: String },
+    Failed {
+        job: JobId,
+        partition: usize,
+        what: String,
+    },
     #[error("job {job}: {what}")]
     Rejected { job: JobId, what: String },
     #[error("the engine stopped before job {0} finished")]
@@ -165,7 +212,9 @@ pub struct JobHandle {
 impl JobHandle {
     /// Blocks until the job ends.
     pub fn wait(&self) -> Result<JobOutput, JobError> {
-        self.rx.recv().unwrap_or(Err(JobError::EngineStopped(self.id)))
+        self.rx
+            .recv()
+            .unwrap_or(Err(JobError::EngineStopped(self.id)))
     }
     /// Waits at most `d`; `None` if the job is still running.
     pub fn wait_timeout(&self, d: Duration) -> Option<Result<JobOutput, JobError>> {

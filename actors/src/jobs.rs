@@ -101,7 +101,12 @@ pub struct JobTable {
 
 impl JobTable {
     pub fn new(engine: Arc<Engine>, metrics: Arc<Metrics>, retain: Duration) -> Arc<JobTable> {
-        Arc::new(JobTable { engine, metrics, jobs: Mutex::new(HashMap::new()), retain_s: AtomicU64::new(retain.as_secs()) })
+        Arc::new(JobTable {
+            engine,
+            metrics,
+            jobs: Mutex::new(HashMap::new()),
+            retain_s: AtomicU64::new(retain.as_secs()),
+        })
     }
 
     pub fn engine(&self) -> &Arc<Engine> {
@@ -140,16 +145,27 @@ impl JobTable {
         self.metrics.submitted(&t.kind);
         slog::info!(log::job(t.id, None, &t.kind, None), "job submitted"; "partitions" => t.partitions, "request_id" => t.request_id.clone());
         let (table, tracked) = (self.clone(), t.clone());
-        let watcher = std::thread::Builder::new().name(format!("cuzk-job-{}", t.id)).stack_size(256 << 10).spawn(move || {
-            let result = handle.wait();
-            let stages = StageTotals::of(&table.engine.timeline().spans_where(|s| s.job == tracked.id));
-            let o = tracked.finish(Outcome { result, ended: Instant::now(), stages });
-            table.record_end(&tracked, &o);
-        });
+        let watcher = std::thread::Builder::new()
+            .name(format!("cuzk-job-{}", t.id))
+            .stack_size(256 << 10)
+            .spawn(move || {
+                let result = handle.wait();
+                let stages =
+                    StageTotals::of(&table.engine.timeline().spans_where(|s| s.job == tracked.id));
+                let o = tracked.finish(Outcome {
+                    result,
+                    ended: Instant::now(),
+                    stages,
+                });
+                table.record_end(&tracked, &o);
+            });
         if let Err(e) = watcher {
             // No thread: the job still runs in the engine, but its end would go unseen.
             let o = t.finish(Outcome {
-                result: Err(JobError::Rejected { job: t.id, what: format!("no thread to watch the job: {e}") }),
+                result: Err(JobError::Rejected {
+                    job: t.id,
+                    what: format!("no thread to watch the job: {e}"),
+                }),
                 ended: Instant::now(),
                 stages: StageTotals::default(),
             });
@@ -163,16 +179,19 @@ impl JobTable {
         let l = log::job(t.id, None, &t.kind, None);
         match &o.result {
             Ok(out) => {
-                self.metrics.ended(&t.kind, "completed", out.wall.as_secs_f64());
+                self.metrics
+                    .ended(&t.kind, "completed", out.wall.as_secs_f64());
                 slog::info!(l, "job completed"; "proof_bytes" => out.proofs.len() * 192, "wall_ms" => out.wall.as_millis() as u64,
                     "queue_ms" => out.queue.as_millis() as u64, "synth_ms" => o.stages.synth_ms, "gpu_total_ms" => o.stages.gpu_total_ms);
             }
             Err(JobError::Cancelled(_)) => {
-                self.metrics.ended(&t.kind, "cancelled", t.submitted.elapsed().as_secs_f64());
+                self.metrics
+                    .ended(&t.kind, "cancelled", t.submitted.elapsed().as_secs_f64());
                 slog::info!(l, "job cancelled");
             }
             Err(e) => {
-                self.metrics.ended(&t.kind, "failed", t.submitted.elapsed().as_secs_f64());
+                self.metrics
+                    .ended(&t.kind, "failed", t.submitted.elapsed().as_secs_f64());
                 slog::warn!(l, "job failed: {}", e);
             }
         }
@@ -200,14 +219,21 @@ impl JobTable {
     /// Every tracked job (live and kept), oldest first.
     pub fn all(&self) -> Vec<Arc<Tracked>> {
         self.sweep();
-        let mut v: Vec<_> = self.jobs.lock().map(|j| j.values().cloned().collect()).unwrap_or_default();
+        let mut v: Vec<_> = self
+            .jobs
+            .lock()
+            .map(|j| j.values().cloned().collect())
+            .unwrap_or_default();
         v.sort_by_key(|t| t.id);
         v
     }
 
     /// Jobs that have not ended.
     pub fn live(&self) -> Vec<Arc<Tracked>> {
-        self.all().into_iter().filter(|t| t.outcome().is_none()).collect()
+        self.all()
+            .into_iter()
+            .filter(|t| t.outcome().is_none())
+            .collect()
     }
 
     /// Cancels a live job: `Ok(true)` if it was running and is now cancelled, `Ok(false)` if it
@@ -222,7 +248,10 @@ impl JobTable {
                 Ok(was)
             }
             None if self.engine.cancel(id) => Ok(true),
-            None => Err(format!("job {id} is unknown (never submitted here, or forgotten {} s after it ended)", self.retain().as_secs())),
+            None => Err(format!(
+                "job {id} is unknown (never submitted here, or forgotten {} s after it ended)",
+                self.retain().as_secs()
+            )),
         }
     }
 

@@ -28,8 +28,8 @@ pub mod pinner;
 pub mod settings;
 pub mod srs_loader;
 pub mod tier;
-pub mod turns;
 pub mod timeline;
+pub mod turns;
 pub mod upload;
 pub mod work;
 

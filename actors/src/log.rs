@@ -59,7 +59,9 @@ pub fn parse_level(s: &str) -> Result<Level, String> {
         "warn" | "warning" => Ok(Level::Warning),
         "error" => Ok(Level::Error),
         "critical" => Ok(Level::Critical),
-        other => Err(format!("log.level `{other}`: choose trace, debug, info, warn, error or critical")),
+        other => Err(format!(
+            "log.level `{other}`: choose trace, debug, info, warn, error or critical"
+        )),
     }
 }
 
@@ -67,7 +69,10 @@ fn build(format: Format, level: Level) -> Logger {
     set_level(level);
     match format {
         Format::Json => {
-            let json = slog_json::Json::new(std::io::stderr()).add_default_keys().set_newlines(true).build();
+            let json = slog_json::Json::new(std::io::stderr())
+                .add_default_keys()
+                .set_newlines(true)
+                .build();
             Logger::root(DynLevel(Mutex::new(json).fuse()).fuse(), o!())
         }
         Format::Terminal => {
@@ -102,11 +107,21 @@ impl log::Log for Bridge {
         let l = logger();
         let target = r.target().to_string();
         match r.level() {
-            log::Level::Error => slog::error!(l, "{}", r.args(); "component" => "engine", "target" => target),
-            log::Level::Warn => slog::warn!(l, "{}", r.args(); "component" => "engine", "target" => target),
-            log::Level::Info => slog::info!(l, "{}", r.args(); "component" => "engine", "target" => target),
-            log::Level::Debug => slog::debug!(l, "{}", r.args(); "component" => "engine", "target" => target),
-            log::Level::Trace => slog::trace!(l, "{}", r.args(); "component" => "engine", "target" => target),
+            log::Level::Error => {
+                slog::error!(l, "{}", r.args(); "component" => "engine", "target" => target)
+            }
+            log::Level::Warn => {
+                slog::warn!(l, "{}", r.args(); "component" => "engine", "target" => target)
+            }
+            log::Level::Info => {
+                slog::info!(l, "{}", r.args(); "component" => "engine", "target" => target)
+            }
+            log::Level::Debug => {
+                slog::debug!(l, "{}", r.args(); "component" => "engine", "target" => target)
+            }
+            log::Level::Trace => {
+                slog::trace!(l, "{}", r.args(); "component" => "engine", "target" => target)
+            }
         }
     }
     fn flush(&self) {}
@@ -135,7 +150,8 @@ pub fn bridge() -> bool {
 
 /// A logger whose lines carry a job's fields.
 pub fn job(job: u64, partition: Option<usize>, kind: &str, gpu: Option<usize>) -> Logger {
-    logger().new(o!("job" => job, "partition" => partition, "kind" => kind.to_string(), "gpu" => gpu))
+    logger()
+        .new(o!("job" => job, "partition" => partition, "kind" => kind.to_string(), "gpu" => gpu))
 }
 
 /// A logger for one part of the program (`component`: daemon, grpc, engine, ...).

@@ -27,7 +27,10 @@ pub type HistogramFamily = Family<Labels, Histogram, fn() -> Histogram>;
 
 /// Seconds, 1 ms to ~15 min.
 fn seconds_buckets() -> Histogram {
-    Histogram::new([0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0])
+    Histogram::new([
+        0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
+        300.0, 900.0,
+    ])
 }
 
 pub fn histogram_family() -> HistogramFamily {
@@ -127,7 +130,10 @@ impl Metrics {
     }
 
     pub fn totals(&self) -> (u64, u64) {
-        (self.completed_all.load(Ordering::Relaxed), self.failed_all.load(Ordering::Relaxed))
+        (
+            self.completed_all.load(Ordering::Relaxed),
+            self.failed_all.load(Ordering::Relaxed),
+        )
     }
 
     pub fn uptime(&self) -> Duration {
@@ -136,13 +142,38 @@ impl Metrics {
 
     /// The text exposition: these counters, the timeline's stage histograms and gauges read from
     /// `engine` now (and from `jobs`, where the daemon tracks them).
-    pub fn render(&self, engine: &Engine, jobs: Option<&JobTable>, state: State) -> Result<String, String> {
+    pub fn render(
+        &self,
+        engine: &Engine,
+        jobs: Option<&JobTable>,
+        state: State,
+    ) -> Result<String, String> {
         let mut r = Registry::with_prefix("cuzk");
-        r.register("proofs_submitted", "Proof jobs submitted, by kind", self.submitted.clone());
-        r.register("proofs_completed", "Proof jobs that returned a proof, by kind", self.completed.clone());
-        r.register("proofs_failed", "Proof jobs that failed, by kind", self.failed.clone());
-        r.register("proofs_cancelled", "Proof jobs cancelled, by kind", self.cancelled.clone());
-        r.register("job_seconds", "Submission to proof of completed jobs, by kind", self.job_seconds.clone());
+        r.register(
+            "proofs_submitted",
+            "Proof jobs submitted, by kind",
+            self.submitted.clone(),
+        );
+        r.register(
+            "proofs_completed",
+            "Proof jobs that returned a proof, by kind",
+            self.completed.clone(),
+        );
+        r.register(
+            "proofs_failed",
+            "Proof jobs that failed, by kind",
+            self.failed.clone(),
+        );
+        r.register(
+            "proofs_cancelled",
+            "Proof jobs cancelled, by kind",
+            self.cancelled.clone(),
+        );
+        r.register(
+            "job_seconds",
+            "Submission to proof of completed jobs, by kind",
+            self.job_seconds.clone(),
+        );
         r.register(
             "stage_seconds",
             "Time of each pipeline stage of each partition (synth, queue, upload, compute, collect, the GPU steps ...)",
@@ -162,56 +193,130 @@ impl Metrics {
             g
         };
         let up = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-        r.register("ready", "1 once the engine can prove (state starting, ready or draining in the label)", {
-            let f: Family<Labels, Gauge> = Family::default();
-            f.get_or_create(&vec![("state".into(), state.name().into())]).set((state != State::Starting) as i64);
-            f
-        });
-        r.register("uptime_seconds", "Seconds since the daemon started", gauge(up(self.uptime().as_secs())));
+        r.register(
+            "ready",
+            "1 once the engine can prove (state starting, ready or draining in the label)",
+            {
+                let f: Family<Labels, Gauge> = Family::default();
+                f.get_or_create(&vec![("state".into(), state.name().into())])
+                    .set((state != State::Starting) as i64);
+                f
+            },
+        );
+        r.register(
+            "uptime_seconds",
+            "Seconds since the daemon started",
+            gauge(up(self.uptime().as_secs())),
+        );
         let queues: Family<Labels, Gauge> = Family::default();
-        queues.get_or_create(&vec![("queue".into(), "synthesis".into())]).set(up(st.queued_synthesis as u64));
-        queues.get_or_create(&vec![("queue".into(), "dispatch".into())]).set(up(st.queued_dispatch as u64));
-        r.register("queue_depth", "Partitions waiting: for synthesis (host budget), for a GPU (dispatch)", queues);
-        r.register("partitions_in_flight", "Partitions holding memory: synthesizing, waiting, staged or computing", gauge(up(st.in_flight as u64)));
-        r.register("jobs_live", "Jobs in the engine that have not ended", gauge(up(st.jobs as u64)));
+        queues
+            .get_or_create(&vec![("queue".into(), "synthesis".into())])
+            .set(up(st.queued_synthesis as u64));
+        queues
+            .get_or_create(&vec![("queue".into(), "dispatch".into())])
+            .set(up(st.queued_dispatch as u64));
+        r.register(
+            "queue_depth",
+            "Partitions waiting: for synthesis (host budget), for a GPU (dispatch)",
+            queues,
+        );
+        r.register(
+            "partitions_in_flight",
+            "Partitions holding memory: synthesizing, waiting, staged or computing",
+            gauge(up(st.in_flight as u64)),
+        );
+        r.register(
+            "jobs_live",
+            "Jobs in the engine that have not ended",
+            gauge(up(st.jobs as u64)),
+        );
         if let Some(t) = jobs {
             let live: Family<Labels, Gauge> = Family::default();
             for j in t.live() {
                 live.get_or_create(&kind(&j.kind)).inc();
             }
-            r.register("jobs_live_by_kind", "Tracked jobs that have not ended, by kind", live);
+            r.register(
+                "jobs_live_by_kind",
+                "Tracked jobs that have not ended, by kind",
+                live,
+            );
         }
-        let (cap, res, hw) = (Family::<Labels, Gauge>::default(), Family::<Labels, Gauge>::default(), Family::<Labels, Gauge>::default());
+        let (cap, res, hw) = (
+            Family::<Labels, Gauge>::default(),
+            Family::<Labels, Gauge>::default(),
+            Family::<Labels, Gauge>::default(),
+        );
         for b in st.vram.iter().chain(std::iter::once(&st.host)) {
             let l = vec![("budget".into(), b.name.clone())];
-            cap.get_or_create(&l).set(up(if b.capacity >= UNLIMITED { 0 } else { b.capacity }));
+            cap.get_or_create(&l).set(up(if b.capacity >= UNLIMITED {
+                0
+            } else {
+                b.capacity
+            }));
             res.get_or_create(&l).set(up(b.reserved));
             hw.get_or_create(&l).set(up(b.high_water));
         }
-        r.register("budget_capacity_bytes", "Budget capacity (vramN per GPU, host); 0 = unlimited", cap);
+        r.register(
+            "budget_capacity_bytes",
+            "Budget capacity (vramN per GPU, host); 0 = unlimited",
+            cap,
+        );
         r.register("budget_reserved_bytes", "Bytes reserved now", res);
-        r.register("budget_high_water_bytes", "Most bytes ever reserved at once", hw);
-        r.register("pinned_bytes", "Host bytes registered (pinned) with the driver", gauge(up(pinned as u64)));
-        r.register("pin_registrations", "Live pinned registrations", gauge(up(registrations as u64)));
+        r.register(
+            "budget_high_water_bytes",
+            "Most bytes ever reserved at once",
+            hw,
+        );
+        r.register(
+            "pinned_bytes",
+            "Host bytes registered (pinned) with the driver",
+            gauge(up(pinned as u64)),
+        );
+        r.register(
+            "pin_registrations",
+            "Live pinned registrations",
+            gauge(up(registrations as u64)),
+        );
         let loaded = engine.loaded_srs()?;
-        r.register("srs_loaded", "Parameter files open", gauge(up(loaded.len() as u64)));
+        r.register(
+            "srs_loaded",
+            "Parameter files open",
+            gauge(up(loaded.len() as u64)),
+        );
         let bytes: Family<Labels, Gauge> = Family::default();
         for s in &loaded {
-            bytes.get_or_create(&vec![("file".into(), s.file_name())]).set(up(s.bytes));
+            bytes
+                .get_or_create(&vec![("file".into(), s.file_name())])
+                .set(up(s.bytes));
         }
-        r.register("srs_loaded_bytes", "Point bytes of each open parameter file", bytes);
+        r.register(
+            "srs_loaded_bytes",
+            "Point bytes of each open parameter file",
+            bytes,
+        );
         let now = engine.timeline().us(Instant::now());
         let from = now.saturating_sub(BUSY_WINDOW.as_micros() as u64);
         let spans = engine.timeline().spans_where(|s| s.end_us > from);
         let busy: Family<Labels, Gauge<f64, AtomicU64>> = Family::default();
         for gpu in 0..st.vram.len() {
-            busy.get_or_create(&vec![("gpu".into(), gpu.to_string())]).set(busy_fraction(&spans, gpu, from, now));
+            busy.get_or_create(&vec![("gpu".into(), gpu.to_string())])
+                .set(busy_fraction(&spans, gpu, from, now));
         }
-        r.register("gpu_busy_fraction", "Fraction of the last 60 s each GPU (or the CPU backend, gpu 0) ran proving steps", busy);
-        r.register("process_start_time_seconds", "Unix time the daemon started", {
-            let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-            fgauge((since.saturating_sub(self.uptime())).as_secs_f64())
-        });
+        r.register(
+            "gpu_busy_fraction",
+            "Fraction of the last 60 s each GPU (or the CPU backend, gpu 0) ran proving steps",
+            busy,
+        );
+        r.register(
+            "process_start_time_seconds",
+            "Unix time the daemon started",
+            {
+                let since = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default();
+                fgauge((since.saturating_sub(self.uptime())).as_secs_f64())
+            },
+        );
         let mut out = String::new();
         encode(&mut out, &r).map_err(|e| format!("encoding metrics: {e}"))?;
         Ok(out)
@@ -229,8 +334,11 @@ pub struct HttpServer {
 /// Serves `GET /metrics` on `addr` (one thread; each request handled and closed; anything else is
 /// 404, a malformed request 400). Returns once the socket is bound.
 pub fn serve_http(addr: &str, render: Render) -> Result<HttpServer, String> {
-    let listener = TcpListener::bind(addr).map_err(|e| format!("metrics.http_listen {addr}: {e}"))?;
-    let bound = listener.local_addr().map_err(|e| format!("metrics.http_listen {addr}: {e}"))?;
+    let listener =
+        TcpListener::bind(addr).map_err(|e| format!("metrics.http_listen {addr}: {e}"))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| format!("metrics.http_listen {addr}: {e}"))?;
     std::thread::Builder::new()
         .name("cuzk-metrics-http".into())
         .spawn(move || {
@@ -253,7 +361,10 @@ fn answer(s: TcpStream, render: &Render) -> std::io::Result<()> {
     let mut header = String::new();
     for _ in 0..100 {
         header.clear();
-        if reader.by_ref().take(8192).read_line(&mut header)? == 0 || header == "\r\n" || header == "\n" {
+        if reader.by_ref().take(8192).read_line(&mut header)? == 0
+            || header == "\r\n"
+            || header == "\n"
+        {
             break;
         }
     }
@@ -261,15 +372,30 @@ fn answer(s: TcpStream, render: &Render) -> std::io::Result<()> {
     let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
     let (status, ctype, body) = match (method, path.split('?').next().unwrap_or("")) {
         ("GET", "/metrics") => match render() {
-            Ok(text) => ("200 OK", "application/openmetrics-text; version=1.0.0; charset=utf-8", text),
+            Ok(text) => (
+                "200 OK",
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                text,
+            ),
             Err(e) => ("503 Service Unavailable", "text/plain", format!("{e}\n")),
         },
-        ("GET", _) => ("404 Not Found", "text/plain", "only /metrics is served here\n".to_string()),
-        ("", _) => ("400 Bad Request", "text/plain", "malformed request line\n".to_string()),
-        _ => ("405 Method Not Allowed", "text/plain", "only GET /metrics\n".to_string()),
+        ("GET", _) => (
+            "404 Not Found",
+            "text/plain",
+            "only /metrics is served here\n".to_string(),
+        ),
+        ("", _) => (
+            "400 Bad Request",
+            "text/plain",
+            "malformed request line\n".to_string(),
+        ),
+        _ => (
+            "405 Method Not Allowed",
+            "text/plain",
+            "only GET /metrics\n".to_string(),
+        ),
     };
     let mut w = s;
     write!(w, "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len())?;
     w.flush()
 }
-

@@ -44,7 +44,11 @@ pub struct PinStats {
 impl PinApi for CountingPin {
     fn register(&mut self, addr: usize, len: usize) -> Result<(), String> {
         let mut s = self.stats.lock().map_err(|_| "pin stats poisoned")?;
-        let overlaps = s.live.range(..addr + len).next_back().is_some_and(|(&a, &l)| a + l > addr);
+        let overlaps = s
+            .live
+            .range(..addr + len)
+            .next_back()
+            .is_some_and(|(&a, &l)| a + l > addr);
         s.double_registered |= overlaps;
         s.registers += 1;
         s.registered_bytes += len as u64;
@@ -54,7 +58,10 @@ impl PinApi for CountingPin {
     fn unregister(&mut self, addr: usize) -> Result<(), String> {
         let mut s = self.stats.lock().map_err(|_| "pin stats poisoned")?;
         s.unregisters += 1;
-        s.live.remove(&addr).map(|_| ()).ok_or_else(|| format!("unregister of {addr:#x}, which is not registered"))
+        s.live
+            .remove(&addr)
+            .map(|_| ())
+            .ok_or_else(|| format!("unregister of {addr:#x}, which is not registered"))
     }
 }
 
@@ -76,9 +83,11 @@ unsafe impl Sync for HostBuf {}
 
 impl HostBuf {
     fn new(len: usize) -> Result<Self, String> {
-        let layout = std::alloc::Layout::from_size_align(len.max(PAGE).div_ceil(PAGE) * PAGE, PAGE).map_err(|e| format!("staging buffer of {len} bytes: {e}"))?;
+        let layout = std::alloc::Layout::from_size_align(len.max(PAGE).div_ceil(PAGE) * PAGE, PAGE)
+            .map_err(|e| format!("staging buffer of {len} bytes: {e}"))?;
         // SAFETY: the layout has a non-zero size.
-        let ptr = std::ptr::NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) }).ok_or_else(|| format!("allocating a {len}-byte staging buffer failed"))?;
+        let ptr = std::ptr::NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) })
+            .ok_or_else(|| format!("allocating a {len}-byte staging buffer failed"))?;
         Ok(HostBuf { ptr, layout })
     }
     fn addr(&self) -> usize {
@@ -110,11 +119,18 @@ pub struct HostPinner {
 
 impl HostPinner {
     pub fn new(api: Box<dyn PinApi>, chunk: usize) -> Self {
-        HostPinner { api, chunk: chunk.max(PAGE) / PAGE * PAGE, regs: BTreeMap::new(), staging: Vec::new() }
+        HostPinner {
+            api,
+            chunk: chunk.max(PAGE) / PAGE * PAGE,
+            regs: BTreeMap::new(),
+            staging: Vec::new(),
+        }
     }
 
     fn release_staging(&mut self, addrs: &[usize]) {
-        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.staging).into_iter().partition(|b| addrs.contains(&b.addr()));
+        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.staging)
+            .into_iter()
+            .partition(|b| addrs.contains(&b.addr()));
         self.staging = kept;
         for b in gone {
             // Unregistered before its memory can be freed (this handle drops after).
@@ -212,7 +228,9 @@ impl Handler<Staging> for HostPinner {
         let mut bufs = Vec::new();
         let mut result = Ok(());
         for _ in 0..msg.count {
-            match HostBuf::new(msg.bytes).and_then(|b| self.api.register(b.addr(), b.len()).map(|()| b)) {
+            match HostBuf::new(msg.bytes)
+                .and_then(|b| self.api.register(b.addr(), b.len()).map(|()| b))
+            {
                 Ok(b) => {
                     let b = Arc::new(b);
                     self.staging.push(b.clone());
@@ -225,7 +243,10 @@ impl Handler<Staging> for HostPinner {
             }
         }
         let reply = match result {
-            Ok(()) => Ok(StagingLease { bufs, pinner: Some(msg.pinner) }),
+            Ok(()) => Ok(StagingLease {
+                bufs,
+                pinner: Some(msg.pinner),
+            }),
             Err(e) => {
                 let addrs: Vec<usize> = bufs.iter().map(|b| b.addr()).collect();
                 self.release_staging(&addrs);
@@ -247,7 +268,10 @@ impl StagingLease {
     pub fn buffers(&mut self) -> Vec<&mut [u8]> {
         // SAFETY: each buffer is `len` bytes of live memory (held by `self.bufs`); the HostPinner
         // never reads or writes it, and `&mut self` makes these the only references.
-        self.bufs.iter().map(|b| unsafe { std::slice::from_raw_parts_mut(b.ptr.as_ptr(), b.len()) }).collect()
+        self.bufs
+            .iter()
+            .map(|b| unsafe { std::slice::from_raw_parts_mut(b.ptr.as_ptr(), b.len()) })
+            .collect()
     }
 }
 
@@ -274,9 +298,18 @@ impl Handler<ReleaseStaging> for HostPinner {
 }
 
 /// Asks `pinner` for `count` pinned staging buffers of `bytes` each and waits for them.
-pub fn staging_blocking(pinner: &Addr<HostPinner>, count: usize, bytes: usize) -> Result<StagingLease, String> {
+pub fn staging_blocking(
+    pinner: &Addr<HostPinner>,
+    count: usize,
+    bytes: usize,
+) -> Result<StagingLease, String> {
     let (tx, rx) = crossbeam_channel::bounded(1);
-    pinner.do_send(Staging { count, bytes, reply: tx, pinner: pinner.clone() });
+    pinner.do_send(Staging {
+        count,
+        bytes,
+        reply: tx,
+        pinner: pinner.clone(),
+    });
     rx.recv().map_err(|_| "host pinner stopped".to_string())?
 }
 
@@ -305,7 +338,10 @@ impl Handler<Pin> for HostPinner {
             }
         }
         let reply = match result {
-            Ok(()) => Ok(PinLease { held, pinner: Some(msg.pinner) }),
+            Ok(()) => Ok(PinLease {
+                held,
+                pinner: Some(msg.pinner),
+            }),
             Err(e) => {
                 // Nothing half-pinned survives a failed request.
                 let _ = self.drop_holds(&held);
@@ -380,9 +416,16 @@ impl Drop for PinLease {
 }
 
 /// Asks `pinner` to pin `ranges` and waits for the lease (callable from any thread).
-pub fn pin_blocking(pinner: &Addr<HostPinner>, ranges: Vec<(usize, usize)>) -> Result<PinLease, String> {
+pub fn pin_blocking(
+    pinner: &Addr<HostPinner>,
+    ranges: Vec<(usize, usize)>,
+) -> Result<PinLease, String> {
     let (tx, rx) = crossbeam_channel::bounded(1);
-    pinner.do_send(Pin { ranges, reply: tx, pinner: pinner.clone() });
+    pinner.do_send(Pin {
+        ranges,
+        reply: tx,
+        pinner: pinner.clone(),
+    });
     rx.recv().map_err(|_| "host pinner stopped".to_string())?
 }
 
@@ -411,7 +454,10 @@ mod tests {
             assert_eq!(s.registered_bytes as usize, 6 * 4096);
         }
         p.drop_holds(&a).unwrap();
-        assert!(stats.lock().unwrap().unregisters == 1, "a shared registration was dropped early");
+        assert!(
+            stats.lock().unwrap().unregisters == 1,
+            "a shared registration was dropped early"
+        );
         p.drop_holds(&b).unwrap();
         let s = stats.lock().unwrap();
         assert_eq!(s.registers, s.unregisters, "something stayed pinned");
@@ -438,7 +484,12 @@ mod tests {
         let mut a = Vec::new();
         p.pin_range(4096 + 7, 5 * 8192, &mut a).unwrap();
         for (&s, r) in &p.regs {
-            assert_eq!(s / 8192, (s + r.len - 1) / 8192, "registration {s:#x}+{} crosses a chunk boundary", r.len);
+            assert_eq!(
+                s / 8192,
+                (s + r.len - 1) / 8192,
+                "registration {s:#x}+{} crosses a chunk boundary",
+                r.len
+            );
         }
         p.drop_holds(&a).unwrap();
         assert!(stats.lock().unwrap().live.is_empty());
@@ -451,7 +502,11 @@ mod tests {
         p.pin_range(0, 5 * 8192 + 1, &mut a).unwrap();
         assert_eq!(stats.lock().unwrap().registers, 6);
         p.pin_range(0, 5 * 8192 + 1, &mut b).unwrap();
-        assert_eq!(stats.lock().unwrap().registers, 6, "re-pinning registered again");
+        assert_eq!(
+            stats.lock().unwrap().registers,
+            6,
+            "re-pinning registered again"
+        );
         p.drop_holds(&a).unwrap();
         assert_eq!(stats.lock().unwrap().unregisters, 0);
         p.drop_holds(&b).unwrap();

@@ -71,7 +71,9 @@ impl std::str::FromStr for Residency {
             "auto" => Ok(Residency::Auto),
             "host" => Ok(Residency::Host),
             "device" => Ok(Residency::Device),
-            other => Err(format!("unknown SRS residency `{other}`; choose auto, host or device")),
+            other => Err(format!(
+                "unknown SRS residency `{other}`; choose auto, host or device"
+            )),
         }
     }
 }
@@ -83,7 +85,9 @@ impl std::str::FromStr for BackendChoice {
             "auto" => Ok(BackendChoice::Auto),
             "cpu" => Ok(BackendChoice::Cpu),
             "cuda" => Ok(BackendChoice::Cuda),
-            other => Err(format!("unknown backend `{other}`; choose auto, cpu or cuda")),
+            other => Err(format!(
+                "unknown backend `{other}`; choose auto, cpu or cuda"
+            )),
         }
     }
 }
@@ -125,22 +129,46 @@ impl Settings {
     }
 
     /// As [`load`](Self::load), with the environment given explicitly (tests).
-    pub fn load_with_env(file: Option<&Path>, env: impl IntoIterator<Item = (String, String)>) -> Result<Settings, String> {
-        let mut b = config::Config::builder().add_source(config::File::from_str(DEFAULT_TOML, config::FileFormat::Toml));
+    pub fn load_with_env(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Settings, String> {
+        let mut b = config::Config::builder().add_source(config::File::from_str(
+            DEFAULT_TOML,
+            config::FileFormat::Toml,
+        ));
         if let Some(f) = file {
             if !f.exists() {
                 return Err(format!("config file {} does not exist", f.display()));
             }
             b = b.add_source(config::File::from(f).format(config::FileFormat::Toml));
         }
-        let env: config::Map<String, String> = env.into_iter().filter(|(k, _)| k.starts_with("CUZK_") && k.contains("__")).collect();
-        b = b.add_source(config::Environment::with_prefix("CUZK").prefix_separator("_").separator("__").try_parsing(true).source(Some(env)));
+        let env: config::Map<String, String> = env
+            .into_iter()
+            .filter(|(k, _)| k.starts_with("CUZK_") && k.contains("__"))
+            .collect();
+        b = b.add_source(
+            config::Environment::with_prefix("CUZK")
+                .prefix_separator("_")
+                .separator("__")
+                .try_parsing(true)
+                .source(Some(env)),
+        );
         let cfg = b.build().map_err(|e| format!("config: {e}"))?;
-        let s: Settings = cfg.try_deserialize().map_err(|e| format!("config{}: {e}", file.map(|f| format!(" {}", f.display())).unwrap_or_default()))?;
+        let s: Settings = cfg.try_deserialize().map_err(|e| {
+            format!(
+                "config{}: {e}",
+                file.map(|f| format!(" {}", f.display()))
+                    .unwrap_or_default()
+            )
+        })?;
         if s.engine.gpu_workers_per_device == 0 {
             return Err("config: engine.gpu_workers_per_device must be at least 1".into());
         }
-        s.log.format.parse::<crate::log::Format>().map_err(|e| format!("config: {e}"))?;
+        s.log
+            .format
+            .parse::<crate::log::Format>()
+            .map_err(|e| format!("config: {e}"))?;
         crate::log::parse_level(&s.log.level).map_err(|e| format!("config: {e}"))?;
         if s.grpc.max_message_mib == 0 {
             return Err("config: grpc.max_message_mib must be at least 1".into());
@@ -150,11 +178,18 @@ impl Settings {
 
     /// The keys (`section.key`) whose values differ between `self` and `new`.
     pub fn changed_keys(&self, new: &Settings) -> Vec<String> {
-        let (a, b) = (serde_json::to_value(self).unwrap_or_default(), serde_json::to_value(new).unwrap_or_default());
+        let (a, b) = (
+            serde_json::to_value(self).unwrap_or_default(),
+            serde_json::to_value(new).unwrap_or_default(),
+        );
         let mut out = Vec::new();
         if let (Some(a), Some(b)) = (a.as_object(), b.as_object()) {
             for (section, sa) in a {
-                let (Some(sa), Some(sb)) = (sa.as_object(), b.get(section).and_then(|v| v.as_object())) else { continue };
+                let (Some(sa), Some(sb)) =
+                    (sa.as_object(), b.get(section).and_then(|v| v.as_object()))
+                else {
+                    continue;
+                };
                 for (key, va) in sa {
                     if sb.get(key) != Some(va) {
                         out.push(format!("{section}.{key}"));
@@ -169,7 +204,10 @@ impl Settings {
     /// needs a restart (nothing is to be applied then).
     pub fn live_changes(&self, new: &Settings) -> Result<Vec<String>, String> {
         let changed = self.changed_keys(new);
-        let fixed: Vec<&String> = changed.iter().filter(|k| !LIVE_KEYS.contains(&k.as_str())).collect();
+        let fixed: Vec<&String> = changed
+            .iter()
+            .filter(|k| !LIVE_KEYS.contains(&k.as_str()))
+            .collect();
         if !fixed.is_empty() {
             let names: Vec<&str> = fixed.iter().map(|k| k.as_str()).collect();
             return Err(format!("reload refused: {} cannot change while the daemon runs (restart it); live keys are {}", names.join(", "), LIVE_KEYS.join(", ")));
@@ -181,7 +219,11 @@ impl Settings {
     pub fn srs_open(&self) -> OpenOptions {
         OpenOptions {
             subgroup_check: self.srs.subgroup_check,
-            cache: if self.srs.cache_dir.is_empty() { CacheMode::Beside } else { CacheMode::Dir(PathBuf::from(&self.srs.cache_dir)) },
+            cache: if self.srs.cache_dir.is_empty() {
+                CacheMode::Beside
+            } else {
+                CacheMode::Dir(PathBuf::from(&self.srs.cache_dir))
+            },
         }
     }
 
@@ -202,10 +244,20 @@ impl Settings {
         EngineConfig {
             gpu_workers_per_device: e.gpu_workers_per_device,
             vram_budget,
-            host_budget: if e.host_budget_mib == 0 { crate::budget::UNLIMITED } else { mib(e.host_budget_mib) },
+            host_budget: if e.host_budget_mib == 0 {
+                crate::budget::UNLIMITED
+            } else {
+                mib(e.host_budget_mib)
+            },
             // Known only once the devices are open: `Engine::from_settings` sets it.
             srs_resident: false,
-            synth_threads: if e.synth_threads == 0 { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2) } else { e.synth_threads },
+            synth_threads: if e.synth_threads == 0 {
+                std::thread::available_parallelism()
+                    .map(|n| n.get())
+                    .unwrap_or(2)
+            } else {
+                e.synth_threads
+            },
             pin_chunk: mib(e.pin_chunk_mib.max(1)) as usize,
             self_verify: e.self_verify,
             srs_open: self.srs_open(),
@@ -222,16 +274,36 @@ mod tests {
     fn defaults_file_and_environment_layer() {
         let d = Settings::load_with_env(None, []).unwrap();
         assert_eq!(d.engine.backend, BackendChoice::Auto);
-        assert_eq!((d.engine.gpu_workers_per_device, d.engine.vram_reserve_mib, d.srs.idle_evict_s), (1, 512, 600));
+        assert_eq!(
+            (
+                d.engine.gpu_workers_per_device,
+                d.engine.vram_reserve_mib,
+                d.srs.idle_evict_s
+            ),
+            (1, 512, 600)
+        );
         let cfg = d.engine_config(&[8 << 30]);
         assert_eq!(cfg.vram_budget, vec![(8 << 30) - (512 << 20)]);
 
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("c.toml");
-        std::fs::write(&f, "[engine]\ngpu_workers_per_device = 2\nbackend = \"cpu\"\n").unwrap();
-        let env = [("CUZK_ENGINE__VRAM_BUDGET_MIB".to_string(), "1024".to_string()), ("CUZK_SRS__CACHE_DIR".to_string(), "/c".to_string())];
+        std::fs::write(
+            &f,
+            "[engine]\ngpu_workers_per_device = 2\nbackend = \"cpu\"\n",
+        )
+        .unwrap();
+        let env = [
+            (
+                "CUZK_ENGINE__VRAM_BUDGET_MIB".to_string(),
+                "1024".to_string(),
+            ),
+            ("CUZK_SRS__CACHE_DIR".to_string(), "/c".to_string()),
+        ];
         let s = Settings::load_with_env(Some(&f), env).unwrap();
-        assert_eq!((s.engine.gpu_workers_per_device, s.engine.backend), (2, BackendChoice::Cpu));
+        assert_eq!(
+            (s.engine.gpu_workers_per_device, s.engine.backend),
+            (2, BackendChoice::Cpu)
+        );
         let cfg = s.engine_config(&[8 << 30, 4 << 30]);
         assert_eq!(cfg.vram_budget, vec![1 << 30, 1 << 30]);
         assert_eq!(cfg.srs_open.cache, CacheMode::Dir("/c".into()));
@@ -240,25 +312,48 @@ mod tests {
         let err = Settings::load_with_env(Some(&f), []).unwrap_err();
         assert!(err.contains("gpu_workerz"), "{err}");
         std::fs::write(&f, "[engine]\ngpu_workers_per_device = 0\n").unwrap();
-        assert!(Settings::load_with_env(Some(&f), []).unwrap_err().contains("at least 1"));
-        assert!(Settings::load_with_env(Some(&dir.path().join("none.toml")), []).unwrap_err().contains("does not exist"));
+        assert!(Settings::load_with_env(Some(&f), [])
+            .unwrap_err()
+            .contains("at least 1"));
+        assert!(
+            Settings::load_with_env(Some(&dir.path().join("none.toml")), [])
+                .unwrap_err()
+                .contains("does not exist")
+        );
         std::fs::write(&f, "[log]\nformat = \"xml\"\n").unwrap();
-        assert!(Settings::load_with_env(Some(&f), []).unwrap_err().contains("log.format `xml`"));
+        assert!(Settings::load_with_env(Some(&f), [])
+            .unwrap_err()
+            .contains("log.format `xml`"));
     }
 
     #[test]
     fn reload_applies_live_keys_and_names_the_others() {
         let d = Settings::load_with_env(None, []).unwrap();
-        assert_eq!((d.jobs.retain_s, d.grpc.max_message_mib, d.grpc.cancel_on_disconnect), (3600, 256, false));
+        assert_eq!(
+            (
+                d.jobs.retain_s,
+                d.grpc.max_message_mib,
+                d.grpc.cancel_on_disconnect
+            ),
+            (3600, 256, false)
+        );
         let mut n = d.clone();
         n.jobs.retain_s = 5;
         n.log.level = "debug".into();
-        assert_eq!(d.live_changes(&n).unwrap(), vec!["jobs.retain_s".to_string(), "log.level".to_string()]);
+        assert_eq!(
+            d.live_changes(&n).unwrap(),
+            vec!["jobs.retain_s".to_string(), "log.level".to_string()]
+        );
         n.engine.synth_threads = 3;
         n.grpc.tcp_listen = "127.0.0.1:1".into();
         let err = d.live_changes(&n).unwrap_err();
         let refused = err.split(" cannot change").next().unwrap();
-        assert!(refused.contains("engine.synth_threads") && refused.contains("grpc.tcp_listen") && !refused.contains("jobs.retain_s"), "{err}");
+        assert!(
+            refused.contains("engine.synth_threads")
+                && refused.contains("grpc.tcp_listen")
+                && !refused.contains("jobs.retain_s"),
+            "{err}"
+        );
         assert!(d.live_changes(&d).unwrap().is_empty());
     }
 }

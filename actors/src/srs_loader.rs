@@ -18,7 +18,10 @@ pub struct SrsLoader {
 
 impl SrsLoader {
     pub fn new(opts: OpenOptions) -> Self {
-        SrsLoader { opts, loaded: HashMap::new() }
+        SrsLoader {
+            opts,
+            loaded: HashMap::new(),
+        }
     }
 }
 
@@ -69,9 +72,11 @@ impl Handler<Evict> for SrsLoader {
     fn handle(&mut self, msg: Evict, _: &mut SyncContext<Self>) {
         let result = match self.loaded.get(&msg.path) {
             None => Err(format!("{} is not loaded", msg.path.display())),
-            Some((srs, _)) if Arc::strong_count(srs) > 1 => {
-                Err(format!("{} is in use by {} holder(s); evict refused", msg.path.display(), Arc::strong_count(srs) - 1))
-            }
+            Some((srs, _)) if Arc::strong_count(srs) > 1 => Err(format!(
+                "{} is in use by {} holder(s); evict refused",
+                msg.path.display(),
+                Arc::strong_count(srs) - 1
+            )),
             Some(_) => {
                 self.loaded.remove(&msg.path);
                 Ok(())
@@ -123,7 +128,10 @@ pub struct LoadedSrs {
 
 impl LoadedSrs {
     pub fn file_name(&self) -> String {
-        self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| self.path.display().to_string())
+        self.path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| self.path.display().to_string())
     }
 }
 
@@ -138,7 +146,12 @@ impl Handler<List> for SrsLoader {
         let mut v: Vec<LoadedSrs> = self
             .loaded
             .iter()
-            .map(|(p, (srs, used))| LoadedSrs { path: p.clone(), bytes: srs.point_bytes(), holders: Arc::strong_count(srs) - 1, idle_ms: used.elapsed().as_millis() as u64 })
+            .map(|(p, (srs, used))| LoadedSrs {
+                path: p.clone(),
+                bytes: srs.point_bytes(),
+                holders: Arc::strong_count(srs) - 1,
+                idle_ms: used.elapsed().as_millis() as u64,
+            })
             .collect();
         v.sort_by(|a, b| a.path.cmp(&b.path));
         let _ = msg.0.send(v);

@@ -31,7 +31,12 @@ pub struct Dims {
 
 impl Dims {
     pub fn of(srs: &Srs) -> Dims {
-        Dims { n: srs.domain_size() as u64, aux: srs.l().len() as u64, a: srs.a().len() as u64, b: srs.b_g1().len() as u64 }
+        Dims {
+            n: srs.domain_size() as u64,
+            aux: srs.l().len() as u64,
+            a: srs.a().len() as u64,
+            b: srs.b_g1().len() as u64,
+        }
     }
     fn scalars(&self) -> u64 {
         (self.n + self.aux + self.a + self.b) * FR
@@ -43,7 +48,12 @@ impl Dims {
     /// Device scratch of the largest MSM (sorted point indices, bucket counts and offsets, bucket
     /// and partial sums, as the CUDA backend plans them).
     pub fn msm_scratch(&self) -> u64 {
-        let g1 = self.n.saturating_sub(1).max(self.aux).max(self.a).max(self.b);
+        let g1 = self
+            .n
+            .saturating_sub(1)
+            .max(self.aux)
+            .max(self.a)
+            .max(self.b);
         msm_scratch(g1, self.b)
     }
 
@@ -60,10 +70,24 @@ impl Dims {
     }
     pub fn device(&self, tier: Tier, srs_resident: bool) -> u64 {
         match tier {
-            Tier::Full => 3 * self.n * FR + self.scalars() + if srs_resident { 0 } else { self.bases() + self.msm_scratch() },
+            Tier::Full => {
+                3 * self.n * FR
+                    + self.scalars()
+                    + if srs_resident {
+                        0
+                    } else {
+                        self.bases() + self.msm_scratch()
+                    }
+            }
             Tier::Chunked { chunk } => {
                 let c = chunk as u64;
-                2 * self.n * FR + self.scalars() + if srs_resident { 0 } else { 2 * c * G2 + msm_scratch(c, c) }
+                2 * self.n * FR
+                    + self.scalars()
+                    + if srs_resident {
+                        0
+                    } else {
+                        2 * c * G2 + msm_scratch(c, c)
+                    }
             }
         }
     }
@@ -71,7 +95,9 @@ impl Dims {
 
 /// Device scratch of the CUDA backend's largest MSM over `g1` G1 points or `g2` G2 points.
 pub fn msm_scratch(g1: u64, g2: u64) -> u64 {
-    MsmPlan::new(g1, Curve::G1).scratch_bytes().max(MsmPlan::new(g2, Curve::G2).scratch_bytes())
+    MsmPlan::new(g1, Curve::G1)
+        .scratch_bytes()
+        .max(MsmPlan::new(g2, Curve::G2).scratch_bytes())
 }
 
 /// The tier a partition takes under a budget of `capacity` bytes: `Full` if it could ever fit,
@@ -94,7 +120,11 @@ pub fn choose(d: &Dims, capacity: u64, srs_resident: bool) -> Option<(Tier, u64)
         let (mut lo, mut hi) = (0usize, most.max(1));
         while lo < hi {
             let mid = lo + (hi - lo).div_ceil(2);
-            if fits(mid) { lo = mid } else { hi = mid - 1 }
+            if fits(mid) {
+                lo = mid
+            } else {
+                hi = mid - 1
+            }
         }
         lo
     };
@@ -111,7 +141,12 @@ mod tests {
 
     #[test]
     fn tiers() {
-        let d = Dims { n: 1 << 16, aux: 1 << 17, a: 1 << 16, b: 1 << 16 };
+        let d = Dims {
+            n: 1 << 16,
+            aux: 1 << 17,
+            a: 1 << 16,
+            b: 1 << 16,
+        };
         let full = d.device(Tier::Full, false);
         assert_eq!(choose(&d, full, false), Some((Tier::Full, full)));
         let (tier, bytes) = choose(&d, full / 2, false).unwrap();

@@ -37,7 +37,11 @@ pub const MAX_SPANS: usize = 1 << 18;
 
 impl Default for Timeline {
     fn default() -> Self {
-        Timeline { origin: Instant::now(), spans: Arc::default(), stages: crate::metrics::histogram_family() }
+        Timeline {
+            origin: Instant::now(),
+            spans: Arc::default(),
+            stages: crate::metrics::histogram_family(),
+        }
     }
 }
 
@@ -53,9 +57,28 @@ impl Timeline {
         t.saturating_duration_since(self.origin).as_micros() as u64
     }
 
-    pub fn record(&self, key: PartKey, stage: &'static str, lane: Lane, start: Instant, end: Instant, bytes: u64) {
-        self.stages.get_or_create(&vec![("stage".to_string(), stage.to_string())]).observe(end.saturating_duration_since(start).as_secs_f64());
-        let span = Span { job: key.job, partition: key.partition, stage, gpu: lane.gpu, worker: lane.worker, start_us: self.us(start), end_us: self.us(end), bytes };
+    pub fn record(
+        &self,
+        key: PartKey,
+        stage: &'static str,
+        lane: Lane,
+        start: Instant,
+        end: Instant,
+        bytes: u64,
+    ) {
+        self.stages
+            .get_or_create(&vec![("stage".to_string(), stage.to_string())])
+            .observe(end.saturating_duration_since(start).as_secs_f64());
+        let span = Span {
+            job: key.job,
+            partition: key.partition,
+            stage,
+            gpu: lane.gpu,
+            worker: lane.worker,
+            start_us: self.us(start),
+            end_us: self.us(end),
+            bytes,
+        };
         if let Ok(mut v) = self.spans.lock() {
             if v.len() == MAX_SPANS {
                 v.pop_front();
@@ -71,11 +94,17 @@ impl Timeline {
 
     /// The spans that match `keep`, copied under the lock (cheaper than all of them).
     pub fn spans_where(&self, keep: impl Fn(&Span) -> bool) -> Vec<Span> {
-        self.spans.lock().map(|v| v.iter().filter(|s| keep(s)).cloned().collect()).unwrap_or_default()
+        self.spans
+            .lock()
+            .map(|v| v.iter().filter(|s| keep(s)).cloned().collect())
+            .unwrap_or_default()
     }
 
     pub fn spans(&self) -> Vec<Span> {
-        self.spans.lock().map(|v| v.iter().cloned().collect()).unwrap_or_default()
+        self.spans
+            .lock()
+            .map(|v| v.iter().cloned().collect())
+            .unwrap_or_default()
     }
 
     pub fn clear(&self) {
@@ -151,7 +180,14 @@ impl StageTotals {
 }
 
 /// The heavy steps a backend times (on a GPU: between CUDA events on the worker's stream).
-pub const KERNEL_STAGES: [&str; 6] = ["ntt_msm_h", "ntt_h", "msm_h", "tail_msm", "batch_add", "b_g2_msm"];
+pub const KERNEL_STAGES: [&str; 6] = [
+    "ntt_msm_h",
+    "ntt_h",
+    "msm_h",
+    "tail_msm",
+    "batch_add",
+    "b_g2_msm",
+];
 
 /// Fraction of `[from_us, to_us)` during which `gpu` ran one of its heavy steps (`KERNEL_STAGES`;
 /// the whole `compute` spans if there are none). A `compute` span also holds the host's work
@@ -159,11 +195,20 @@ pub const KERNEL_STAGES: [&str; 6] = ["ntt_msm_h", "ntt_h", "msm_h", "tail_msm",
 /// was.
 pub fn busy_fraction(spans: &[Span], gpu: usize, from_us: u64, to_us: u64) -> f64 {
     let on_gpu = |s: &&Span| s.gpu == Some(gpu);
-    let kernels = spans.iter().filter(on_gpu).any(|s| KERNEL_STAGES.contains(&s.stage));
+    let kernels = spans
+        .iter()
+        .filter(on_gpu)
+        .any(|s| KERNEL_STAGES.contains(&s.stage));
     let mut iv: Vec<(u64, u64)> = spans
         .iter()
         .filter(on_gpu)
-        .filter(|s| if kernels { KERNEL_STAGES.contains(&s.stage) } else { s.stage == "compute" })
+        .filter(|s| {
+            if kernels {
+                KERNEL_STAGES.contains(&s.stage)
+            } else {
+                s.stage == "compute"
+            }
+        })
         .map(|s| (s.start_us.max(from_us), s.end_us.min(to_us)))
         .filter(|(a, b)| a < b)
         .collect();
@@ -227,11 +272,20 @@ fn row_of(s: &Span) -> String {
 /// A self-contained SVG waterfall: one row per lane, one rectangle per span (nested compute
 /// stages drawn over their `compute` span), partitions labelled `job.partition`.
 pub fn svg(spans: &[Span], title: &str) -> String {
-    let mut rows: Vec<String> = spans.iter().filter(|s| s.stage != "queue").map(row_of).collect();
+    let mut rows: Vec<String> = spans
+        .iter()
+        .filter(|s| s.stage != "queue")
+        .map(row_of)
+        .collect();
     rows.sort();
     rows.dedup();
     let t0 = spans.iter().map(|s| s.start_us).min().unwrap_or(0);
-    let t1 = spans.iter().map(|s| s.end_us).max().unwrap_or(1).max(t0 + 1);
+    let t1 = spans
+        .iter()
+        .map(|s| s.end_us)
+        .max()
+        .unwrap_or(1)
+        .max(t0 + 1);
     let (left, width, row_h, top) = (150.0, 1400.0, 26.0, 40.0);
     let x = |us: u64| left + (us - t0) as f64 / (t1 - t0) as f64 * width;
     let height = top + row_h * rows.len() as f64 + 70.0;
@@ -263,21 +317,46 @@ pub fn svg(spans: &[Span], title: &str) -> String {
             s.bytes
         );
         if s.stage == "compute" && x1 - x0 > 30.0 {
-            out += &format!("<text x='{:.1}' y='{:.1}' fill='#000'>{}.{}</text>\n", x0 + 2.0, y + h - 3.0, s.job, s.partition);
+            out += &format!(
+                "<text x='{:.1}' y='{:.1}' fill='#000'>{}.{}</text>\n",
+                x0 + 2.0,
+                y + h - 3.0,
+                s.job,
+                s.partition
+            );
         }
     }
-    let legend = ["synth", "pin", "upload", "mutex_wait", "ntt_msm_h", "tail_msm", "batch_add", "b_g2_msm", "compute", "collect", "assemble", "verify"];
+    let legend = [
+        "synth",
+        "pin",
+        "upload",
+        "mutex_wait",
+        "ntt_msm_h",
+        "tail_msm",
+        "batch_add",
+        "b_g2_msm",
+        "compute",
+        "collect",
+        "assemble",
+        "verify",
+    ];
     let ly = top + row_h * rows.len() as f64 + 20.0;
     for (i, st) in legend.iter().enumerate() {
         let lx = left + i as f64 * 110.0;
         out += &format!("<rect x='{lx}' y='{ly}' width='12' height='12' fill='{}'/><text x='{}' y='{}'>{st}</text>\n", color(st), lx + 16.0, ly + 10.0);
     }
-    out += &format!("<text x='{left}' y='{}'>0 ms … {:.1} ms</text>\n</svg>\n", ly + 35.0, (t1 - t0) as f64 / 1e3);
+    out += &format!(
+        "<text x='{left}' y='{}'>0 ms … {:.1} ms</text>\n</svg>\n",
+        ly + 35.0,
+        (t1 - t0) as f64 / 1e3
+    );
     out
 }
 
 fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 #[cfg(test)]
@@ -285,12 +364,26 @@ mod tests {
     use super::*;
 
     fn span(stage: &'static str, gpu: usize, a: u64, b: u64) -> Span {
-        Span { job: 1, partition: 0, stage, gpu: Some(gpu), worker: Some(0), start_us: a, end_us: b, bytes: 0 }
+        Span {
+            job: 1,
+            partition: 0,
+            stage,
+            gpu: Some(gpu),
+            worker: Some(0),
+            start_us: a,
+            end_us: b,
+            bytes: 0,
+        }
     }
 
     #[test]
     fn h_and_its_msm_timed_apart_add_up_under_ntt_msm_h() {
-        let s = vec![span("ntt_h", 0, 0, 30), span("msm_h", 0, 30, 100), span("ntt_msm_h", 1, 0, 50), span("dtoh", 0, 100, 110)];
+        let s = vec![
+            span("ntt_h", 0, 0, 30),
+            span("msm_h", 0, 30, 100),
+            span("ntt_msm_h", 1, 0, 50),
+            span("dtoh", 0, 100, 110),
+        ];
         let t = StageTotals::of(&s);
         assert!((t.ntt_msm_h_ms - 0.150).abs() < 1e-9, "{}", t.ntt_msm_h_ms);
         assert_eq!(t.gpu_total_ms, 0.0);
@@ -298,17 +391,31 @@ mod tests {
 
     #[test]
     fn busy_fraction_counts_the_heavy_steps_not_the_host_work_around_them() {
-        let s = vec![span("compute", 0, 0, 100), span("ntt_h", 0, 10, 30), span("msm_h", 0, 30, 60), span("tail_msm", 0, 50, 70)];
+        let s = vec![
+            span("compute", 0, 0, 100),
+            span("ntt_h", 0, 10, 30),
+            span("msm_h", 0, 30, 60),
+            span("tail_msm", 0, 50, 70),
+        ];
         assert!((busy_fraction(&s, 0, 0, 100) - 0.6).abs() < 1e-9);
     }
 
     #[test]
     fn busy_fraction_merges_overlapping_spans() {
-        let s = vec![span("compute", 0, 0, 50), span("compute", 0, 40, 60), span("compute", 0, 80, 100), span("upload", 0, 0, 100)];
+        let s = vec![
+            span("compute", 0, 0, 50),
+            span("compute", 0, 40, 60),
+            span("compute", 0, 80, 100),
+            span("upload", 0, 0, 100),
+        ];
         assert!((busy_fraction(&s, 0, 0, 100) - 0.8).abs() < 1e-9);
         assert!((busy_fraction(&s, 0, 50, 100) - 0.6).abs() < 1e-9);
         assert_eq!(busy_fraction(&s, 1, 0, 100), 0.0);
         let svg = svg(&s, "t");
-        assert!(svg.starts_with("<svg") && svg.contains("gpu0: worker 0") && svg.contains("gpu0: upload"));
+        assert!(
+            svg.starts_with("<svg")
+                && svg.contains("gpu0: worker 0")
+                && svg.contains("gpu0: upload")
+        );
     }
 }

@@ -35,16 +35,29 @@ pub struct UploadActor {
 
 impl UploadActor {
     /// Stages `p` through the pinned staging buffers (pinned on first use).
-    fn stage_through(&mut self, p: &Prepared, key: crate::work::PartKey, lane: Lane, start: Instant, bytes: u64) -> Result<Staged, String> {
+    fn stage_through(
+        &mut self,
+        p: &Prepared,
+        key: crate::work::PartKey,
+        lane: Lane,
+        start: Instant,
+        bytes: u64,
+    ) -> Result<Staged, String> {
         if self.staging.is_none() {
-            let lease = staging_blocking(&self.pinner, 2, self.backend.staging_bytes()).map_err(|e| format!("pinning staging buffers: {e}"))?;
-            self.timeline.record(key, "pin", lane, start, Instant::now(), 0);
+            let lease = staging_blocking(&self.pinner, 2, self.backend.staging_bytes())
+                .map_err(|e| format!("pinning staging buffers: {e}"))?;
+            self.timeline
+                .record(key, "pin", lane, start, Instant::now(), 0);
             self.staging = Some(lease);
         }
         let from = Instant::now();
         let lease = self.staging.as_mut().ok_or("no staging buffers")?;
-        let staged = self.backend.stage_through(p, &mut lease.buffers()).map_err(|e| e.to_string());
-        self.timeline.record(key, "upload", lane, from, Instant::now(), bytes);
+        let staged = self
+            .backend
+            .stage_through(p, &mut lease.buffers())
+            .map_err(|e| e.to_string());
+        self.timeline
+            .record(key, "upload", lane, from, Instant::now(), bytes);
         staged
     }
 }
@@ -65,16 +78,30 @@ impl Message for Upload {
 
 fn ranges(p: &Prepared) -> Vec<(usize, usize)> {
     let r = |v: &Vec<blstrs::Scalar>| (v.as_ptr() as usize, std::mem::size_of_val(v.as_slice()));
-    vec![r(&p.a), r(&p.b), r(&p.c), r(&p.l.tail), r(&p.a_query.tail), r(&p.b_query.tail)]
+    vec![
+        r(&p.a),
+        r(&p.b),
+        r(&p.c),
+        r(&p.l.tail),
+        r(&p.a_query.tail),
+        r(&p.b_query.tail),
+    ]
 }
 
 impl Handler<Upload> for UploadActor {
     type Result = ();
 
     fn handle(&mut self, msg: Upload, _: &mut SyncContext<Self>) {
-        let Upload { ticket, prepared, bytes } = msg;
+        let Upload {
+            ticket,
+            prepared,
+            bytes,
+        } = msg;
         let key = ticket.key;
-        let lane = Lane { gpu: Some(self.gpu), worker: None };
+        let lane = Lane {
+            gpu: Some(self.gpu),
+            worker: None,
+        };
         if ticket.is_cancelled() {
             self.dispatcher.do_send(UploadDone { gpu: self.gpu, key });
             self.dispatcher.do_send(ComputeDone { gpu: self.gpu, key });
@@ -93,7 +120,8 @@ impl Handler<Upload> for UploadActor {
                     let pinned = Instant::now();
                     self.timeline.record(key, "pin", lane, start, pinned, 0);
                     let staged = self.backend.stage(&prepared).map_err(|e| e.to_string());
-                    self.timeline.record(key, "upload", lane, pinned, Instant::now(), bytes);
+                    self.timeline
+                        .record(key, "upload", lane, pinned, Instant::now(), bytes);
                     // Unpinned (and waited for) before the host buffers are freed: the driver
                     // must never hold pages that the allocator may hand out again.
                     lease.unpin();
@@ -105,7 +133,8 @@ impl Handler<Upload> for UploadActor {
             // Nothing to copy: the partition stays on the host for a backend that computes there
             // (or uploads inside compute).
             let staged = Staged::on_host(prepared);
-            self.timeline.record(key, "upload", lane, start, Instant::now(), 0);
+            self.timeline
+                .record(key, "upload", lane, start, Instant::now(), 0);
             Ok(staged)
         };
         self.dispatcher.do_send(UploadDone { gpu: self.gpu, key });
@@ -113,12 +142,19 @@ impl Handler<Upload> for UploadActor {
             Ok(staged) => {
                 let seq = self.next_seq;
                 self.next_seq += 1;
-                self.compute.do_send(Compute { ticket, staged, seq });
+                self.compute.do_send(Compute {
+                    ticket,
+                    staged,
+                    seq,
+                });
             }
             Err(what) => {
                 // It will never reach compute: free its slot there too.
                 self.dispatcher.do_send(ComputeDone { gpu: self.gpu, key });
-                self.dispatcher.do_send(PartitionDone { key, result: Err(what) });
+                self.dispatcher.do_send(PartitionDone {
+                    key,
+                    result: Err(what),
+                });
             }
         }
     }

@@ -4,23 +4,62 @@
 use std::process::Command;
 
 fn cuzk(args: &[&str], params_dir: &std::path::Path) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_cuzk")).args(args).env("CUZK_PARAMS_DIR", params_dir).output().expect("run cuzk")
+    Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args(args)
+        .env("CUZK_PARAMS_DIR", params_dir)
+        .output()
+        .expect("run cuzk")
 }
 
 #[test]
 fn prove_inspect_and_refuse_a_corrupt_file() {
     let dir = tempfile::tempdir().unwrap();
-    let out = cuzk(&["prove", "--circuit", "bits", "--size", "4", "--partitions", "3"], dir.path());
+    let out = cuzk(
+        &[
+            "prove",
+            "--circuit",
+            "bits",
+            "--size",
+            "4",
+            "--partitions",
+            "3",
+        ],
+        dir.path(),
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "prove failed: {}{}", stdout, String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "prove failed: {}{}",
+        stdout,
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("verified=3/3"), "{stdout}");
     assert!(stdout.contains("proof_bytes=576"), "{stdout}");
     assert!(stdout.contains("synth_ms="), "{stdout}");
 
     // A second run reuses the parameters and their decode cache.
-    let out = cuzk(&["prove", "--circuit", "bits", "--size", "4", "--partitions", "1"], dir.path());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("opened"), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("Cache("), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = cuzk(
+        &[
+            "prove",
+            "--circuit",
+            "bits",
+            "--size",
+            "4",
+            "--partitions",
+            "1",
+        ],
+        dir.path(),
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("opened"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Cache("),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     let params = dir.path().join("bits-4.params");
     let out = cuzk(&["srs", "inspect", params.to_str().unwrap()], dir.path());
@@ -36,7 +75,10 @@ fn prove_inspect_and_refuse_a_corrupt_file() {
     let out = cuzk(&["srs", "inspect", bad.to_str().unwrap()], dir.path());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
-    assert!(stderr.contains("cuzk: error:") && stderr.contains("section"), "{stderr}");
+    assert!(
+        stderr.contains("cuzk: error:") && stderr.contains("section"),
+        "{stderr}"
+    );
 
     let out = cuzk(&["prove", "--circuit", "nope"], dir.path());
     assert!(!out.status.success());
@@ -49,29 +91,87 @@ fn bench_batch_prints_one_line_per_proof_and_the_mean_of_repeated_settings() {
     let dir = tmp.path().to_path_buf();
     let tl = dir.join("timelines");
     let out = cuzk(
-        &["bench", "batch", "--backend", "cpu", "-c", "2", "-j", "2", "-p", "2", "--size", "10", "--gpu-workers", "1,2,1", "--timeline-dir", tl.to_str().unwrap()],
+        &[
+            "bench",
+            "batch",
+            "--backend",
+            "cpu",
+            "-c",
+            "2",
+            "-j",
+            "2",
+            "-p",
+            "2",
+            "--size",
+            "10",
+            "--gpu-workers",
+            "1,2,1",
+            "--timeline-dir",
+            tl.to_str().unwrap(),
+        ],
         &dir,
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.iter().filter(|l| l.starts_with("proof ")).count(), 6, "{stdout}");
-    assert_eq!(lines.iter().filter(|l| l.starts_with("summary gpu_workers=")).count(), 3);
+    assert_eq!(
+        lines.iter().filter(|l| l.starts_with("proof ")).count(),
+        6,
+        "{stdout}"
+    );
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.starts_with("summary gpu_workers="))
+            .count(),
+        3
+    );
     // The steady-state rate of each run: positive, and no slower than the run's s/proof.
-    let steady: Vec<f64> = lines.iter().filter_map(|l| l.strip_prefix("steady gpu_workers=")).map(|l| l.split_whitespace().nth(1).unwrap().parse().unwrap()).collect();
+    let steady: Vec<f64> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("steady gpu_workers="))
+        .map(|l| l.split_whitespace().nth(1).unwrap().parse().unwrap())
+        .collect();
     assert_eq!(steady.len(), 3, "{stdout}");
-    let overall: Vec<f64> = lines.iter().filter_map(|l| l.strip_prefix("summary gpu_workers=")).map(|l| l.split_whitespace().nth(1).unwrap().parse().unwrap()).collect();
+    let overall: Vec<f64> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("summary gpu_workers="))
+        .map(|l| l.split_whitespace().nth(1).unwrap().parse().unwrap())
+        .collect();
     for (s, o) in steady.iter().zip(&overall) {
-        assert!(*s > 0.0 && *s <= *o + 0.001, "steady {s} s/proof against {o} overall");
+        assert!(
+            *s > 0.0 && *s <= *o + 0.001,
+            "steady {s} s/proof against {o} overall"
+        );
     }
-    let runs = lines.iter().find(|l| l.starts_with("runs: ")).expect("a runs line");
-    let run = |k: &str| -> Vec<f64> { runs.split_whitespace().filter_map(|w| w.strip_prefix(k)).map(|v| v.parse().unwrap()).collect() };
+    let runs = lines
+        .iter()
+        .find(|l| l.starts_with("runs: "))
+        .expect("a runs line");
+    let run = |k: &str| -> Vec<f64> {
+        runs.split_whitespace()
+            .filter_map(|w| w.strip_prefix(k))
+            .map(|v| v.parse().unwrap())
+            .collect()
+    };
     let (gw1, gw2) = (run("gw1="), run("gw2="));
     assert_eq!((gw1.len(), gw2.len()), (2, 1));
-    let want = format!("gw1_s_per_proof={:.3} gw2_s_per_proof={:.3}", (gw1[0] + gw1[1]) / 2.0, gw2[0]);
+    let want = format!(
+        "gw1_s_per_proof={:.3} gw2_s_per_proof={:.3}",
+        (gw1[0] + gw1[1]) / 2.0,
+        gw2[0]
+    );
     // Means of values printed to 3 decimals may differ from the mean of the exact values by 0.001.
     let got = lines[lines.len() - 2];
-    let parse = |l: &str| -> Vec<f64> { l.split_whitespace().map(|w| w.split('=').nth(1).unwrap().parse().unwrap()).collect() };
+    let parse = |l: &str| -> Vec<f64> {
+        l.split_whitespace()
+            .map(|w| w.split('=').nth(1).unwrap().parse().unwrap())
+            .collect()
+    };
     for (g, w) in parse(got).iter().zip(parse(&want)) {
         assert!((g - w).abs() <= 0.0015, "{got} vs {want}");
     }
@@ -84,30 +184,56 @@ fn bench_batch_prints_one_line_per_proof_and_the_mean_of_repeated_settings() {
 #[test]
 fn kernels_build_fills_the_kernel_cache_without_a_gpu() {
     if let Err(why) = cuzk_engine::gpu::nvrtc::nvrtc_present() {
-        assert!(std::env::var_os("CUZK_REQUIRE_NVRTC").is_none(), "CUZK_REQUIRE_NVRTC is set but NVRTC is missing: {why}");
+        assert!(
+            std::env::var_os("CUZK_REQUIRE_NVRTC").is_none(),
+            "CUZK_REQUIRE_NVRTC is set but NVRTC is missing: {why}"
+        );
         eprintln!("SKIPPED kernels_build_fills_the_kernel_cache_without_a_gpu: {why}");
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
     let cache = tmp.path().join("kernels");
-    let run = || Command::new(env!("CARGO_BIN_EXE_cuzk")).args(["kernels", "build", "--arch", "sm_90"]).env("CUZK_KERNEL_CACHE", &cache).output().unwrap();
+    let run = || {
+        Command::new(env!("CARGO_BIN_EXE_cuzk"))
+            .args(["kernels", "build", "--arch", "sm_90"])
+            .env("CUZK_KERNEL_CACHE", &cache)
+            .output()
+            .unwrap()
+    };
     let out = run();
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let modules = ["arith", "ntt", "h", "msm", "batch_add", "spmv"];
     for m in modules {
-        let cubin = std::fs::read_dir(&cache).unwrap().filter_map(|e| e.ok()).find(|e| {
-            let name = e.file_name().to_string_lossy().to_string();
-            name.starts_with(&format!("{m}-sm_90-")) && name.ends_with(".cubin")
-        });
+        let cubin = std::fs::read_dir(&cache)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .find(|e| {
+                let name = e.file_name().to_string_lossy().to_string();
+                name.starts_with(&format!("{m}-sm_90-")) && name.ends_with(".cubin")
+            });
         let cubin = cubin.unwrap_or_else(|| panic!("no cubin for {m} in the cache"));
-        assert!(cubin.metadata().unwrap().len() > 1000, "{m}'s cubin is empty");
+        assert!(
+            cubin.metadata().unwrap().len() > 1000,
+            "{m}'s cubin is empty"
+        );
         assert!(stdout.contains(&format!("{m:<9} sm_90")), "{stdout}");
     }
     // A second build finds everything cached.
     let again = String::from_utf8_lossy(&run().stdout).to_string();
-    assert_eq!(again.matches("already cached").count(), modules.len(), "{again}");
+    assert_eq!(
+        again.matches("already cached").count(),
+        modules.len(),
+        "{again}"
+    );
     // Nonsense architectures are refused by name.
-    let bad = Command::new(env!("CARGO_BIN_EXE_cuzk")).args(["kernels", "build", "--arch", "9x"]).output().unwrap();
+    let bad = Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args(["kernels", "build", "--arch", "9x"])
+        .output()
+        .unwrap();
     assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("9x"));
 }

@@ -22,14 +22,23 @@ impl Drop for Daemon {
 
 fn start(socket: &Path, params: &Path) -> Daemon {
     let child = Command::new(env!("CARGO_BIN_EXE_cuzk"))
-        .args(["daemon", "--socket", socket.to_str().unwrap(), "--params-dir", params.to_str().unwrap()])
+        .args([
+            "daemon",
+            "--socket",
+            socket.to_str().unwrap(),
+            "--params-dir",
+            params.to_str().unwrap(),
+        ])
         .env("CUZK_ENGINE__BACKEND", "cpu")
         .spawn()
         .expect("start cuzk daemon");
     let start = Instant::now();
     // The socket answers `starting` until the engine can prove; wait for `ready`.
     while !matches!(call(socket, &Request::Ready), Ok(Response::Ok(ref s)) if s == "ready") {
-        assert!(start.elapsed() < Duration::from_secs(30), "daemon did not become ready");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "daemon did not become ready"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     Daemon(child)
@@ -53,10 +62,21 @@ fn daemon_serves_control_requests_and_survives_bad_ones() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("cuzk.sock");
     let mut daemon = start(&socket, &dir.path().join("params"));
-    assert_eq!(std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777, 0o600, "socket not 0600");
+    assert_eq!(
+        std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777,
+        0o600,
+        "socket not 0600"
+    );
 
-    let Response::Json(status) = call(&socket, &Request::Status).unwrap() else { panic!("status") };
-    assert!(status.contains("\"vram\"") && status.contains("pinned_bytes") && status.contains("job_list"), "{status}");
+    let Response::Json(status) = call(&socket, &Request::Status).unwrap() else {
+        panic!("status")
+    };
+    assert!(
+        status.contains("\"vram\"")
+            && status.contains("pinned_bytes")
+            && status.contains("job_list"),
+        "{status}"
+    );
 
     // Malformed input: garbage payload, wrong version, oversized length, truncated frame.
     let mut garbage = vec![0, 0, 0, 6, 0, proto::VERSION as u8];
@@ -71,20 +91,65 @@ fn daemon_serves_control_requests_and_survives_bad_ones() {
     }
 
     // The engine still serves: prove an example through the daemon.
-    let Response::Submitted { job } = call(&socket, &Request::ProveExample { circuit: "bits".into(), size: 4, partitions: 2 }).unwrap() else {
+    let Response::Submitted { job } = call(
+        &socket,
+        &Request::ProveExample {
+            circuit: "bits".into(),
+            size: 4,
+            partitions: 2,
+        },
+    )
+    .unwrap() else {
         panic!("submit")
     };
     match call(&socket, &Request::Wait { job }).unwrap() {
-        Response::Proof { proof, partitions, .. } => assert_eq!((proof.len(), partitions), (384, 2)),
+        Response::Proof {
+            proof, partitions, ..
+        } => assert_eq!((proof.len(), partitions), (384, 2)),
         other => panic!("wait: {other:?}"),
     }
-    error_mentions(call(&socket, &Request::ProveExample { circuit: "nope".into(), size: 1, partitions: 1 }).unwrap(), "unknown circuit");
-    error_mentions(call(&socket, &Request::Cancel { job: 999 }).unwrap(), "not running");
-    error_mentions(call(&socket, &Request::Preload { path: "/nonexistent/x.params".into() }).unwrap(), "x.params");
-    assert!(matches!(call(&socket, &Request::Pause).unwrap(), Response::Ok(_)));
-    assert!(matches!(call(&socket, &Request::Resume).unwrap(), Response::Ok(_)));
-    let Response::Ok(m) = call(&socket, &Request::Metrics).unwrap() else { panic!("metrics") };
-    assert!(m.contains("stage=\"synth\"") && m.contains("cuzk_proofs_completed_total{kind=\"example-bits\"} 1"), "{m}");
+    error_mentions(
+        call(
+            &socket,
+            &Request::ProveExample {
+                circuit: "nope".into(),
+                size: 1,
+                partitions: 1,
+            },
+        )
+        .unwrap(),
+        "unknown circuit",
+    );
+    error_mentions(
+        call(&socket, &Request::Cancel { job: 999 }).unwrap(),
+        "not running",
+    );
+    error_mentions(
+        call(
+            &socket,
+            &Request::Preload {
+                path: "/nonexistent/x.params".into(),
+            },
+        )
+        .unwrap(),
+        "x.params",
+    );
+    assert!(matches!(
+        call(&socket, &Request::Pause).unwrap(),
+        Response::Ok(_)
+    ));
+    assert!(matches!(
+        call(&socket, &Request::Resume).unwrap(),
+        Response::Ok(_)
+    ));
+    let Response::Ok(m) = call(&socket, &Request::Metrics).unwrap() else {
+        panic!("metrics")
+    };
+    assert!(
+        m.contains("stage=\"synth\"")
+            && m.contains("cuzk_proofs_completed_total{kind=\"example-bits\"} 1"),
+        "{m}"
+    );
 
     // One socket, one daemon.
     let second = Command::new(env!("CARGO_BIN_EXE_cuzk"))
@@ -93,64 +158,137 @@ fn daemon_serves_control_requests_and_survives_bad_ones() {
         .output()
         .unwrap();
     assert!(!second.status.success());
-    assert!(String::from_utf8_lossy(&second.stderr).contains("another daemon"), "{}", String::from_utf8_lossy(&second.stderr));
+    assert!(
+        String::from_utf8_lossy(&second.stderr).contains("another daemon"),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
 
     // The ctl client prints what the daemon says.
-    let out = Command::new(env!("CARGO_BIN_EXE_cuzk")).args(["ctl", "--socket", socket.to_str().unwrap(), "status"]).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args(["ctl", "--socket", socket.to_str().unwrap(), "status"])
+        .output()
+        .unwrap();
     assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("\"host\""));
 
-    assert!(matches!(call(&socket, &Request::Shutdown).unwrap(), Response::Ok(_)));
+    assert!(matches!(
+        call(&socket, &Request::Shutdown).unwrap(),
+        Response::Ok(_)
+    ));
     let start = Instant::now();
     loop {
         if let Some(st) = daemon.0.try_wait().unwrap() {
             assert!(st.success(), "daemon exited with {st}");
             break;
         }
-        assert!(start.elapsed() < Duration::from_secs(30), "daemon did not stop");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "daemon did not stop"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(!socket.exists(), "socket file left behind");
     let mut buf = [0u8; 1];
-    assert!(UnixStream::connect(&socket).map(|mut s| s.read(&mut buf)).is_err());
+    assert!(UnixStream::connect(&socket)
+        .map(|mut s| s.read(&mut buf))
+        .is_err());
 }
 
 /// An embedding program's own circuit kind, registered with the server and proved over the socket
 /// (`Request::ProveCustom`): its input bytes are the kind's to read, its errors are the answer.
 #[test]
 fn a_registered_circuit_kind_is_proved_over_the_socket() {
-    use std::sync::Arc;
     use cuzk_actors::control::server::{ControlServer, CustomKind, ServerOptions};
     use cuzk_actors::jobs::JobTable;
     use cuzk_actors::metrics::{Metrics, State};
     use cuzk_actors::{Engine, EngineConfig, JobSpec};
     use cuzk_engine::circuits::Bits;
+    use std::sync::Arc;
 
     let dir = tempfile::tempdir().unwrap();
     let params = dir.path().join("bits-8.params");
-    cuzk_srs::write_params(&params, &cuzk_engine::setup::generate(Bits::random(8, 0), 1).unwrap()).unwrap();
+    cuzk_srs::write_params(
+        &params,
+        &cuzk_engine::setup::generate(Bits::random(8, 0), 1).unwrap(),
+    )
+    .unwrap();
     let backend: Arc<dyn cuzk_engine::Backend> = Arc::new(cuzk_engine::CpuBackend::new());
-    let engine = Arc::new(Engine::start(EngineConfig::default(), vec![backend], Box::new(cuzk_actors::pinner::CountingPin::default())).unwrap());
+    let engine = Arc::new(
+        Engine::start(
+            EngineConfig::default(),
+            vec![backend],
+            Box::new(cuzk_actors::pinner::CountingPin::default()),
+        )
+        .unwrap(),
+    );
     let srs = engine.load_srs(&params).unwrap();
     // Input: an 8-byte little-endian witness seed.
     let bits: CustomKind = Arc::new(move |_, input: &[u8]| {
-        let seed = <[u8; 8]>::try_from(input).map_err(|_| format!("input of {} bytes; expected an 8-byte seed", input.len()))?;
-        Ok(JobSpec::new(srs.clone(), vec![Bits::random(8, u64::from_le_bytes(seed))]))
+        let seed = <[u8; 8]>::try_from(input)
+            .map_err(|_| format!("input of {} bytes; expected an 8-byte seed", input.len()))?;
+        Ok(JobSpec::new(
+            srs.clone(),
+            vec![Bits::random(8, u64::from_le_bytes(seed))],
+        ))
     });
-    let opts = ServerOptions { custom: vec![("bits8".into(), bits)], ..Default::default() };
+    let opts = ServerOptions {
+        custom: vec![("bits8".into(), bits)],
+        ..Default::default()
+    };
     opts.ready.set(State::Ready);
     let socket = dir.path().join("c.sock");
-    let jobs = JobTable::new(engine.clone(), Arc::new(Metrics::default()), Duration::from_secs(60));
+    let jobs = JobTable::new(
+        engine.clone(),
+        Arc::new(Metrics::default()),
+        Duration::from_secs(60),
+    );
     let server = ControlServer::start(jobs, &socket, opts).unwrap();
 
-    let Response::Submitted { job } = call(&socket, &Request::ProveCustom { kind: "bits8".into(), input: 7u64.to_le_bytes().to_vec() }).unwrap() else { panic!("submit") };
+    let Response::Submitted { job } = call(
+        &socket,
+        &Request::ProveCustom {
+            kind: "bits8".into(),
+            input: 7u64.to_le_bytes().to_vec(),
+        },
+    )
+    .unwrap() else {
+        panic!("submit")
+    };
     match call(&socket, &Request::Wait { job }).unwrap() {
-        Response::Proof { proof, partitions, .. } => assert_eq!((proof.len(), partitions), (192, 1)),
+        Response::Proof {
+            proof, partitions, ..
+        } => assert_eq!((proof.len(), partitions), (192, 1)),
         other => panic!("wait: {other:?}"),
     }
-    error_mentions(call(&socket, &Request::ProveCustom { kind: "bits8".into(), input: vec![1, 2] }).unwrap(), "8-byte seed");
-    error_mentions(call(&socket, &Request::ProveCustom { kind: "sha".into(), input: vec![] }).unwrap(), "registers bits8");
-    let Response::Ok(m) = call(&socket, &Request::Metrics).unwrap() else { panic!("metrics") };
-    assert!(m.contains("cuzk_proofs_completed_total{kind=\"bits8\"} 1"), "{m}");
+    error_mentions(
+        call(
+            &socket,
+            &Request::ProveCustom {
+                kind: "bits8".into(),
+                input: vec![1, 2],
+            },
+        )
+        .unwrap(),
+        "8-byte seed",
+    );
+    error_mentions(
+        call(
+            &socket,
+            &Request::ProveCustom {
+                kind: "sha".into(),
+                input: vec![],
+            },
+        )
+        .unwrap(),
+        "registers bits8",
+    );
+    let Response::Ok(m) = call(&socket, &Request::Metrics).unwrap() else {
+        panic!("metrics")
+    };
+    assert!(
+        m.contains("cuzk_proofs_completed_total{kind=\"bits8\"} 1"),
+        "{m}"
+    );
     drop(server);
     engine.shutdown();
 }

@@ -13,12 +13,12 @@ use std::process::{Child, Command};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use common::{Fixture, SEAL};
 use cuzk_actors::control::client::call;
 use cuzk_actors::control::proto::{Request, Response};
 use cuzk_actors::filecoin::{default_priority, FilecoinConfig};
 use cuzk_actors::{Engine, EngineConfig, Priority};
 use cuzk_engine::CpuBackend;
-use common::{Fixture, SEAL};
 use cuzk_filecoin::{ProofKind, ProofRequest, Registered};
 
 fn fixture() -> &'static Fixture {
@@ -33,16 +33,32 @@ fn accepted(bytes: &[u8]) -> bool {
 #[test]
 fn porep_through_the_engine_and_priorities_by_kind() {
     let f = fixture();
-    let engine = Engine::start(EngineConfig::default(), vec![std::sync::Arc::new(CpuBackend::new())], Box::new(cuzk_actors::pinner::CountingPin::default())).unwrap();
-    let cfg = FilecoinConfig { params_dir: Some(f.params.clone()), ..Default::default() };
+    let engine = Engine::start(
+        EngineConfig::default(),
+        vec![std::sync::Arc::new(CpuBackend::new())],
+        Box::new(cuzk_actors::pinner::CountingPin::default()),
+    )
+    .unwrap();
+    let cfg = FilecoinConfig {
+        params_dir: Some(f.params.clone()),
+        ..Default::default()
+    };
     // The first proof records the circuit; the second synthesizes its challenges in parallel
     // against that recording. Both are accepted, with different bytes (random r, s).
     let mut seen = Vec::new();
     for _ in 0..2 {
-        let job = engine.submit_filecoin(f.sector.porep_request(), &cfg).unwrap();
-        assert_eq!((job.registered, job.partitions), (Registered::Seal(SEAL), 1));
+        let job = engine
+            .submit_filecoin(f.sector.porep_request(), &cfg)
+            .unwrap();
+        assert_eq!(
+            (job.registered, job.partitions),
+            (Registered::Seal(SEAL), 1)
+        );
         let out = job.handle.wait().unwrap();
-        assert!(accepted(&out.to_bytes()), "verify_seal rejected the engine's proof");
+        assert!(
+            accepted(&out.to_bytes()),
+            "verify_seal rejected the engine's proof"
+        );
         seen.push(out.to_bytes());
     }
     assert_ne!(seen[0], seen[1]);
@@ -50,12 +66,28 @@ fn porep_through_the_engine_and_priorities_by_kind() {
     assert_eq!(default_priority(ProofKind::WinningPoSt), Priority::High);
     assert!(default_priority(ProofKind::WinningPoSt) > default_priority(ProofKind::WindowPoSt));
     assert!(default_priority(ProofKind::WindowPoSt) > default_priority(ProofKind::PoRep));
-    assert_eq!(default_priority(ProofKind::PoRep), default_priority(ProofKind::SnapDeals));
+    assert_eq!(
+        default_priority(ProofKind::PoRep),
+        default_priority(ProofKind::SnapDeals)
+    );
 
     // A missing parameter file names itself and the directory, and the engine goes on.
     let empty = tempfile::tempdir().unwrap();
-    let err = engine.submit_filecoin(f.sector.porep_request(), &FilecoinConfig { params_dir: Some(empty.path().into()), ..Default::default() }).err().unwrap();
-    assert!(err.contains("v28-stacked-proof-of-replication") && err.contains(&empty.path().display().to_string()), "{err}");
+    let err = engine
+        .submit_filecoin(
+            f.sector.porep_request(),
+            &FilecoinConfig {
+                params_dir: Some(empty.path().into()),
+                ..Default::default()
+            },
+        )
+        .err()
+        .unwrap();
+    assert!(
+        err.contains("v28-stacked-proof-of-replication")
+            && err.contains(&empty.path().display().to_string()),
+        "{err}"
+    );
     engine.shutdown();
 }
 
@@ -71,21 +103,58 @@ fn porep_through_the_cli() {
     std::fs::write(&c1, &f.sector.c1_json).unwrap();
     let out = dir.path().join("proof.bin");
     let run = Command::new(env!("CARGO_BIN_EXE_cuzk"))
-        .args(["prove", "porep", "--c1", c1.to_str().unwrap(), "--prover-id", &hex(&f.sector.prover_id), "--sector-id", &f.sector.sector_id.to_string()])
-        .args(["--backend", "cpu", "--filecoin-params-dir", f.params.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .args([
+            "prove",
+            "porep",
+            "--c1",
+            c1.to_str().unwrap(),
+            "--prover-id",
+            &hex(&f.sector.prover_id),
+            "--sector-id",
+            &f.sector.sector_id.to_string(),
+        ])
+        .args([
+            "--backend",
+            "cpu",
+            "--filecoin-params-dir",
+            f.params.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
         .env("FIL_PROOFS_PARENT_CACHE", &f.parents)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(run.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
-    assert!(stdout.contains("proof_bytes=192") && stdout.contains("filecoin_verified=true"), "{stdout}");
+    assert!(
+        run.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(
+        stdout.contains("proof_bytes=192") && stdout.contains("filecoin_verified=true"),
+        "{stdout}"
+    );
     assert!(accepted(&std::fs::read(&out).unwrap()));
 
     // A malformed C1 file: a clear error, no proof.
     std::fs::write(&c1, b"{\"registered_proof\":").unwrap();
-    let bad = Command::new(env!("CARGO_BIN_EXE_cuzk")).args(["prove", "porep", "--c1", c1.to_str().unwrap(), "--backend", "cpu"]).output().unwrap();
+    let bad = Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args([
+            "prove",
+            "porep",
+            "--c1",
+            c1.to_str().unwrap(),
+            "--backend",
+            "cpu",
+        ])
+        .output()
+        .unwrap();
     assert!(!bad.status.success());
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("malformed C1 output"), "{}", String::from_utf8_lossy(&bad.stderr));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("malformed C1 output"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
 }
 
 struct Daemon(Child);
@@ -99,7 +168,10 @@ impl Drop for Daemon {
 
 fn error_mentions(r: Response, words: &[&str]) {
     match r {
-        Response::Error(e) => assert!(words.iter().all(|w| e.contains(w)), "error `{e}` does not mention {words:?}"),
+        Response::Error(e) => assert!(
+            words.iter().all(|w| e.contains(w)),
+            "error `{e}` does not mention {words:?}"
+        ),
         other => panic!("expected an error about {words:?}, got {other:?}"),
     }
 }
@@ -110,7 +182,13 @@ fn porep_through_the_daemon_and_bad_requests() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("cuzk.sock");
     let child = Command::new(env!("CARGO_BIN_EXE_cuzk"))
-        .args(["daemon", "--socket", socket.to_str().unwrap(), "--filecoin-params-dir", f.params.to_str().unwrap()])
+        .args([
+            "daemon",
+            "--socket",
+            socket.to_str().unwrap(),
+            "--filecoin-params-dir",
+            f.params.to_str().unwrap(),
+        ])
         .env("CUZK_ENGINE__BACKEND", "cpu")
         .env("FIL_PROOFS_PARENT_CACHE", &f.parents)
         .spawn()
@@ -119,27 +197,63 @@ fn porep_through_the_daemon_and_bad_requests() {
     let start = Instant::now();
     // The socket answers `starting` until the engine can prove; wait for `ready`.
     while !matches!(call(&socket, &Request::Ready), Ok(Response::Ok(ref s)) if s == "ready") {
-        assert!(start.elapsed() < Duration::from_secs(30), "daemon did not become ready");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "daemon did not become ready"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 
     // Bad requests first; each is answered and the daemon serves the next.
-    error_mentions(call(&socket, &Request::Prove(ProofRequest::PoRep { c1_json: b"[1,2".to_vec(), prover_id: None, sector_id: None })).unwrap(), &["porep request", "malformed C1 output"]);
-    let missing = ProofRequest::WinningPoSt { registered: 1, vanilla_proofs: vec![vec![1, 2, 3]], randomness: [0; 32], prover_id: [0; 32] };
-    error_mentions(call(&socket, &Request::Prove(missing)).unwrap(), &["v28-proof-of-spacetime-fallback", "not found"]);
-    let garbage = ProofRequest::WinningPoSt { registered: 0, vanilla_proofs: vec![vec![9; 40]], randomness: [0; 32], prover_id: [0; 32] };
+    error_mentions(
+        call(
+            &socket,
+            &Request::Prove(ProofRequest::PoRep {
+                c1_json: b"[1,2".to_vec(),
+                prover_id: None,
+                sector_id: None,
+            }),
+        )
+        .unwrap(),
+        &["porep request", "malformed C1 output"],
+    );
+    let missing = ProofRequest::WinningPoSt {
+        registered: 1,
+        vanilla_proofs: vec![vec![1, 2, 3]],
+        randomness: [0; 32],
+        prover_id: [0; 32],
+    };
+    error_mentions(
+        call(&socket, &Request::Prove(missing)).unwrap(),
+        &["v28-proof-of-spacetime-fallback", "not found"],
+    );
+    let garbage = ProofRequest::WinningPoSt {
+        registered: 0,
+        vanilla_proofs: vec![vec![9; 40]],
+        randomness: [0; 32],
+        prover_id: [0; 32],
+    };
     let r = call(&socket, &Request::Prove(garbage)).unwrap();
     // Parameters for 2 KiB WinningPoSt may or may not be there; either way the answer is an error.
     assert!(matches!(r, Response::Error(_)), "{r:?}");
 
     // The real proof: C1 bytes in, proof bytes out.
-    let Response::Submitted { job } = call(&socket, &Request::Prove(f.sector.porep_request())).unwrap() else { panic!("submit") };
+    let Response::Submitted { job } =
+        call(&socket, &Request::Prove(f.sector.porep_request())).unwrap()
+    else {
+        panic!("submit")
+    };
     match call(&socket, &Request::Wait { job }).unwrap() {
-        Response::Proof { proof, partitions, .. } => {
+        Response::Proof {
+            proof, partitions, ..
+        } => {
             assert_eq!((proof.len(), partitions), (192, 1));
             assert!(accepted(&proof), "verify_seal rejected the daemon's proof");
         }
         other => panic!("wait: {other:?}"),
     }
-    assert!(matches!(call(&socket, &Request::Shutdown).unwrap(), Response::Ok(_)));
+    assert!(matches!(
+        call(&socket, &Request::Shutdown).unwrap(),
+        Response::Ok(_)
+    ));
 }

@@ -39,7 +39,11 @@ impl Drop for Daemon {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 async fn unix_client(path: PathBuf) -> ProvingEngineClient<Channel> {
@@ -47,11 +51,17 @@ async fn unix_client(path: PathBuf) -> ProvingEngineClient<Channel> {
         .unwrap()
         .connect_with_connector(tower::service_fn(move |_: tonic::transport::Uri| {
             let path = path.clone();
-            async move { Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(tokio::net::UnixStream::connect(path).await?)) }
+            async move {
+                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(
+                    tokio::net::UnixStream::connect(path).await?,
+                ))
+            }
         }))
         .await
         .unwrap();
-    ProvingEngineClient::new(channel).max_decoding_message_size(256 << 20).max_encoding_message_size(256 << 20)
+    ProvingEngineClient::new(channel)
+        .max_decoding_message_size(256 << 20)
+        .max_encoding_message_size(256 << 20)
 }
 
 /// The request Curio's client builds for a PoRep C2.
@@ -74,11 +84,19 @@ fn curio_porep(f: &common::Fixture, request_id: &str) -> pb::SubmitProofRequest 
     }
 }
 
-fn code_and_message<T: std::fmt::Debug>(r: Result<tonic::Response<T>, tonic::Status>, code: Code, words: &[&str]) {
+fn code_and_message<T: std::fmt::Debug>(
+    r: Result<tonic::Response<T>, tonic::Status>,
+    code: Code,
+    words: &[&str],
+) {
     match r {
         Err(s) => {
             assert_eq!(s.code(), code, "{s:?}");
-            assert!(words.iter().all(|w| s.message().contains(w)), "`{}` does not mention {words:?}", s.message());
+            assert!(
+                words.iter().all(|w| s.message().contains(w)),
+                "`{}` does not mention {words:?}",
+                s.message()
+            );
         }
         Ok(r) => panic!("expected {code:?} about {words:?}, got {r:?}"),
     }
@@ -88,11 +106,19 @@ fn code_and_message<T: std::fmt::Debug>(r: Result<tonic::Response<T>, tonic::Sta
 fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     let lines = text.lines().map(|l| Ok(l.to_string()));
     let scrape = prometheus_parse::Scrape::parse(lines).expect("Prometheus text parses");
-    scrape.samples.iter().find(|s| s.metric == name && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v))).map(|s| match s.value {
-        prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Gauge(v) | prometheus_parse::Value::Untyped(v) => v,
-        prometheus_parse::Value::Histogram(ref h) => h.iter().map(|b| b.count).fold(0.0, f64::max),
-        prometheus_parse::Value::Summary(_) => f64::NAN,
-    })
+    scrape
+        .samples
+        .iter()
+        .find(|s| s.metric == name && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))
+        .map(|s| match s.value {
+            prometheus_parse::Value::Counter(v)
+            | prometheus_parse::Value::Gauge(v)
+            | prometheus_parse::Value::Untyped(v) => v,
+            prometheus_parse::Value::Histogram(ref h) => {
+                h.iter().map(|b| b.count).fold(0.0, f64::max)
+            }
+            prometheus_parse::Value::Summary(_) => f64::NAN,
+        })
 }
 
 fn http_get(addr: &str, path: &str) -> (String, String) {
@@ -105,18 +131,42 @@ fn http_get(addr: &str, path: &str) -> (String, String) {
 }
 
 fn ctl(socket: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_cuzk")).args(["ctl", "--socket", socket.to_str().unwrap()]).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args(["ctl", "--socket", socket.to_str().unwrap()])
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 #[test]
 fn curio_drives_the_daemon_over_grpc() {
     let f = common::fixture(Some(prover_id_of_miner(MINER)));
     let dir = tempfile::tempdir().unwrap();
-    let (control, grpc_sock, log_path) = (dir.path().join("ctl.sock"), dir.path().join("grpc.sock"), dir.path().join("daemon.log"));
-    let (tcp, http) = (format!("127.0.0.1:{}", free_port()), format!("127.0.0.1:{}", free_port()));
+    let (control, grpc_sock, log_path) = (
+        dir.path().join("ctl.sock"),
+        dir.path().join("grpc.sock"),
+        dir.path().join("daemon.log"),
+    );
+    let (tcp, http) = (
+        format!("127.0.0.1:{}", free_port()),
+        format!("127.0.0.1:{}", free_port()),
+    );
     let child = Command::new(env!("CARGO_BIN_EXE_cuzk"))
-        .args(["daemon", "--socket", control.to_str().unwrap(), "--filecoin-params-dir", f.params.to_str().unwrap()])
-        .args(["--grpc-socket", grpc_sock.to_str().unwrap(), "--grpc-listen", &tcp, "--metrics-listen", &http])
+        .args([
+            "daemon",
+            "--socket",
+            control.to_str().unwrap(),
+            "--filecoin-params-dir",
+            f.params.to_str().unwrap(),
+        ])
+        .args([
+            "--grpc-socket",
+            grpc_sock.to_str().unwrap(),
+            "--grpc-listen",
+            &tcp,
+            "--metrics-listen",
+            &http,
+        ])
         .env("CUZK_ENGINE__BACKEND", "cpu")
         .env("CUZK_LOG__FORMAT", "json")
         .env("CUZK_GRPC__TOKEN", TOKEN)
@@ -132,12 +182,22 @@ fn curio_drives_the_daemon_over_grpc() {
             assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ready");
             break;
         }
-        assert!(matches!(out.status.code(), Some(1 | 2)), "starting is exit 1, no daemon yet exit 2: {out:?}");
-        assert!(start.elapsed() < Duration::from_secs(60), "daemon did not become ready");
+        assert!(
+            matches!(out.status.code(), Some(1 | 2)),
+            "starting is exit 1, no daemon yet exit 2: {out:?}"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "daemon did not become ready"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
         let mut c = unix_client(grpc_sock.clone()).await;
 
@@ -262,41 +322,87 @@ fn curio_drives_the_daemon_over_grpc() {
     // The same text over HTTP and the control socket.
     let (status, body) = http_get(&http, "/metrics");
     assert!(status.contains("200"), "{status}");
-    assert_eq!(sample(&body, "cuzk_proofs_completed_total", &[("kind", "porep")]), Some(1.0));
+    assert_eq!(
+        sample(&body, "cuzk_proofs_completed_total", &[("kind", "porep")]),
+        Some(1.0)
+    );
     assert!(http_get(&http, "/nope").0.contains("404"));
-    let Response::Ok(text) = call(&control, &Request::Metrics).unwrap() else { panic!("metrics") };
-    assert_eq!(sample(&text, "cuzk_proofs_cancelled_total", &[("kind", "porep")]), Some(1.0));
+    let Response::Ok(text) = call(&control, &Request::Metrics).unwrap() else {
+        panic!("metrics")
+    };
+    assert_eq!(
+        sample(&text, "cuzk_proofs_cancelled_total", &[("kind", "porep")]),
+        Some(1.0)
+    );
 
     // Reload: live keys applied, the others refused by name.
     let cfg = dir.path().join("c.toml");
     std::fs::write(&cfg, "[jobs]\nretain_s = 7\n[engine]\nbackend = \"cpu\"\n").unwrap();
     // The daemon's own settings came from the environment (backend cpu); this file says the same.
-    let r = call(&control, &Request::Reload { path: Some(cfg.display().to_string()) }).unwrap();
-    let Response::Ok(applied) = r else { panic!("reload: {r:?}") };
+    let r = call(
+        &control,
+        &Request::Reload {
+            path: Some(cfg.display().to_string()),
+        },
+    )
+    .unwrap();
+    let Response::Ok(applied) = r else {
+        panic!("reload: {r:?}")
+    };
     assert!(applied.contains("jobs.retain_s"), "{applied}");
     std::fs::write(&cfg, "[engine]\nbackend = \"cpu\"\nsynth_threads = 1\n").unwrap();
-    match call(&control, &Request::Reload { path: Some(cfg.display().to_string()) }).unwrap() {
-        Response::Error(e) => assert!(e.contains("engine.synth_threads") && e.contains("restart"), "{e}"),
+    match call(
+        &control,
+        &Request::Reload {
+            path: Some(cfg.display().to_string()),
+        },
+    )
+    .unwrap()
+    {
+        Response::Error(e) => assert!(
+            e.contains("engine.synth_threads") && e.contains("restart"),
+            "{e}"
+        ),
         other => panic!("reload with a fixed key: {other:?}"),
     }
 
     // JSON logs: every line one JSON object; job lines carry the job fields.
     let log = std::fs::read_to_string(&log_path).unwrap();
-    let lines: Vec<serde_json::Value> = log.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"))).collect();
-    let done = lines.iter().find(|v| v["msg"] == "job completed").unwrap_or_else(|| panic!("no job line in {log}"));
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let done = lines
+        .iter()
+        .find(|v| v["msg"] == "job completed")
+        .unwrap_or_else(|| panic!("no job line in {log}"));
     assert_eq!(done["kind"], "porep");
-    assert!(done["job"].is_u64() && done.get("partition").is_some() && done.get("gpu").is_some() && done["level"] == "INFO", "{done}");
-    assert!(lines.iter().any(|v| v["msg"] == "ready" && v["startup_ms"].is_u64()));
+    assert!(
+        done["job"].is_u64()
+            && done.get("partition").is_some()
+            && done.get("gpu").is_some()
+            && done["level"] == "INFO",
+        "{done}"
+    );
+    assert!(lines
+        .iter()
+        .any(|v| v["msg"] == "ready" && v["startup_ms"].is_u64()));
 
     // Drain: refuses new work, finishes, exits.
-    assert!(matches!(call(&control, &Request::Drain).unwrap(), Response::Ok(_)));
+    assert!(matches!(
+        call(&control, &Request::Drain).unwrap(),
+        Response::Ok(_)
+    ));
     let start = Instant::now();
     loop {
         if let Some(st) = daemon.0.try_wait().unwrap() {
             assert!(st.success(), "daemon exited with {st}");
             break;
         }
-        assert!(start.elapsed() < Duration::from_secs(30), "daemon did not stop after drain");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "daemon did not stop after drain"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(!grpc_sock.exists(), "gRPC socket left behind");
@@ -310,12 +416,26 @@ fn a_starting_daemon_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let (control, grpc_sock) = (dir.path().join("ctl.sock"), dir.path().join("grpc.sock"));
     let ready = cuzk_actors::metrics::Readiness::default();
-    let opts = cuzk_actors::control::server::ServerOptions { ready: ready.clone(), ..Default::default() };
+    let opts = cuzk_actors::control::server::ServerOptions {
+        ready: ready.clone(),
+        ..Default::default()
+    };
     let server = cuzk_actors::control::server::ControlServer::bind(&control, opts).unwrap();
-    assert_eq!(call(&control, &Request::Ready).unwrap(), Response::Ok("starting".into()));
+    assert_eq!(
+        call(&control, &Request::Ready).unwrap(),
+        Response::Ok("starting".into())
+    );
     let out = ctl(&control, &["ready"]);
-    assert_eq!((out.status.code(), String::from_utf8_lossy(&out.stdout).trim()), (Some(1), "starting"));
-    let Response::Json(st) = call(&control, &Request::Status).unwrap() else { panic!("status") };
+    assert_eq!(
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).trim()
+        ),
+        (Some(1), "starting")
+    );
+    let Response::Json(st) = call(&control, &Request::Status).unwrap() else {
+        panic!("status")
+    };
     assert!(st.contains("\"state\":\"starting\""), "{st}");
     match call(&control, &Request::Cancel { job: 1 }).unwrap() {
         Response::Error(e) => assert!(e.contains("starting"), "{e}"),
@@ -331,26 +451,68 @@ fn a_starting_daemon_says_so() {
         cancel_on_disconnect: Default::default(),
         filecoin: Default::default(),
     };
-    let mut g = cuzk_actors::grpc::GrpcServer::start(cuzk_actors::grpc::Service::new(gopts.clone(), ready)).unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let mut g =
+        cuzk_actors::grpc::GrpcServer::start(cuzk_actors::grpc::Service::new(gopts.clone(), ready))
+            .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
         let mut c = unix_client(grpc_sock.clone()).await;
-        assert_eq!(c.get_status(pb::GetStatusRequest {}).await.unwrap().into_inner().state, "starting");
-        code_and_message(c.submit_proof(pb::SubmitProofRequest::default()).await, Code::Unavailable, &["starting"]);
-        code_and_message(c.get_metrics(pb::GetMetricsRequest {}).await, Code::Unavailable, &["starting"]);
+        assert_eq!(
+            c.get_status(pb::GetStatusRequest {})
+                .await
+                .unwrap()
+                .into_inner()
+                .state,
+            "starting"
+        );
+        code_and_message(
+            c.submit_proof(pb::SubmitProofRequest::default()).await,
+            Code::Unavailable,
+            &["starting"],
+        );
+        code_and_message(
+            c.get_metrics(pb::GetMetricsRequest {}).await,
+            Code::Unavailable,
+            &["starting"],
+        );
         // Larger than grpc.max_message_mib (1 MiB here): refused by size, the server goes on.
-        let big = pb::SubmitProofRequest { vanilla_proof: vec![7; 2 << 20], ..Default::default() };
+        let big = pb::SubmitProofRequest {
+            vanilla_proof: vec![7; 2 << 20],
+            ..Default::default()
+        };
         match c.submit_proof(big).await {
             Err(s) => assert!(s.message().contains("too large"), "{s:?}"),
             Ok(r) => panic!("a 2 MiB request passed a 1 MiB limit: {r:?}"),
         }
-        assert_eq!(c.get_status(pb::GetStatusRequest {}).await.unwrap().into_inner().state, "starting");
+        assert_eq!(
+            c.get_status(pb::GetStatusRequest {})
+                .await
+                .unwrap()
+                .into_inner()
+                .state,
+            "starting"
+        );
     });
     g.stop();
     assert!(!grpc_sock.exists());
     // A non-loopback TCP address without a token is refused at start, naming the way out.
-    let remote = cuzk_actors::grpc::GrpcOptions { unix_socket: None, tcp_listen: Some("0.0.0.0:0".into()), ..gopts };
-    let err = cuzk_actors::grpc::GrpcServer::start(cuzk_actors::grpc::Service::new(remote, Default::default())).err().unwrap();
-    assert!(err.contains("not a loopback address") && err.contains("grpc.token"), "{err}");
+    let remote = cuzk_actors::grpc::GrpcOptions {
+        unix_socket: None,
+        tcp_listen: Some("0.0.0.0:0".into()),
+        ..gopts
+    };
+    let err = cuzk_actors::grpc::GrpcServer::start(cuzk_actors::grpc::Service::new(
+        remote,
+        Default::default(),
+    ))
+    .err()
+    .unwrap();
+    assert!(
+        err.contains("not a loopback address") && err.contains("grpc.token"),
+        "{err}"
+    );
     drop(server);
 }

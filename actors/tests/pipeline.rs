@@ -6,16 +6,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blstrs::Scalar;
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
 use cuzk_actors::dispatcher::Status;
 use cuzk_actors::pinner::{CountingPin, PinStats};
 use cuzk_actors::tier::{Dims, Tier};
 use cuzk_actors::{Engine, EngineConfig, JobError, JobSpec, Priority, Randomness};
-use cuzk_engine::circuits::MulChain;
-use cuzk_engine::setup::generate;
-use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
 use cuzk_engine::backend::{Computed, Staged};
-use cuzk_engine::Timings;
+use cuzk_engine::circuits::MulChain;
 use cuzk_engine::prover::Prepared;
+use cuzk_engine::setup::generate;
+use cuzk_engine::Timings;
 use cuzk_engine::{Backend, CpuBackend, EngineError, Prover, Verifier};
 use cuzk_srs::Srs;
 use ff::Field;
@@ -24,11 +24,15 @@ use rand::SeedableRng;
 const M: usize = 700; // constraints per partition: a 2^10 domain
 
 fn srs() -> Arc<Srs> {
-    Arc::new(Srs::from_parameters(&generate(MulChain::random(M, 2, 0), 9).unwrap()))
+    Arc::new(Srs::from_parameters(
+        &generate(MulChain::random(M, 2, 0), 9).unwrap(),
+    ))
 }
 
 fn circuits(job: u64, n: usize) -> Vec<MulChain> {
-    (0..n).map(|p| MulChain::random(M, 2, job * 100 + p as u64)).collect()
+    (0..n)
+        .map(|p| MulChain::random(M, 2, job * 100 + p as u64))
+        .collect()
 }
 
 /// When a staging backend says compute is done.
@@ -69,7 +73,12 @@ impl Backend for Staging {
     fn name(&self) -> &str {
         "cpu-staging"
     }
-    fn compute_h(&self, a: Vec<Scalar>, b: Vec<Scalar>, c: Vec<Scalar>) -> Result<Vec<Scalar>, EngineError> {
+    fn compute_h(
+        &self,
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+    ) -> Result<Vec<Scalar>, EngineError> {
         self.cpu.compute_h(a, b, c)
     }
     fn msm_g1(&self, b: &[G1Affine], s: &[Scalar]) -> Result<G1Projective, EngineError> {
@@ -88,33 +97,73 @@ impl Backend for Staging {
         true
     }
     fn staging_bytes(&self) -> usize {
-        if self.mode == Mode::Through { 3 * 4096 + 96 } else { 0 }
+        if self.mode == Mode::Through {
+            3 * 4096 + 96
+        } else {
+            0
+        }
     }
-    fn stage_through(&self, p: &Prepared, staging: &mut [&mut [u8]]) -> Result<Staged, EngineError> {
-        assert_eq!(self.mode, Mode::Through, "stage_through on a backend without staging buffers");
+    fn stage_through(
+        &self,
+        p: &Prepared,
+        staging: &mut [&mut [u8]],
+    ) -> Result<Staged, EngineError> {
+        assert_eq!(
+            self.mode,
+            Mode::Through,
+            "stage_through on a backend without staging buffers"
+        );
         assert!(staging.len() >= 2 && staging.iter().all(|b| b.len() >= self.staging_bytes()));
         let mut q = p.clone();
         let mut next = 0;
-        for (src, dst) in [(&p.a, &mut q.a), (&p.b, &mut q.b), (&p.c, &mut q.c), (&p.l.tail, &mut q.l.tail), (&p.a_query.tail, &mut q.a_query.tail), (&p.b_query.tail, &mut q.b_query.tail)] {
+        for (src, dst) in [
+            (&p.a, &mut q.a),
+            (&p.b, &mut q.b),
+            (&p.c, &mut q.c),
+            (&p.l.tail, &mut q.l.tail),
+            (&p.a_query.tail, &mut q.a_query.tail),
+            (&p.b_query.tail, &mut q.b_query.tail),
+        ] {
             dst.iter_mut().for_each(|x| *x = Scalar::ZERO);
             let out = cuzk_engine::gpu::as_bytes_mut(dst);
-            cuzk_engine::backend::copy_through(staging, cuzk_engine::gpu::as_bytes(src), 2, &mut next, |_| Ok(()), |_, at, piece| {
-                out[at..at + piece.len()].copy_from_slice(piece);
-                Ok(())
-            })?;
+            cuzk_engine::backend::copy_through(
+                staging,
+                cuzk_engine::gpu::as_bytes(src),
+                2,
+                &mut next,
+                |_| Ok(()),
+                |_, at, piece| {
+                    out[at..at + piece.len()].copy_from_slice(piece);
+                    Ok(())
+                },
+            )?;
         }
         Ok(Staged::on_host(q))
     }
     fn stage(&self, p: &Prepared) -> Result<Staged, EngineError> {
-        assert_ne!(self.mode, Mode::Through, "a backend with staging buffers was staged without them");
+        assert_ne!(
+            self.mode,
+            Mode::Through,
+            "a backend with staging buffers was staged without them"
+        );
         if self.mode != Mode::Deferred {
             return Ok(Staged::on_host(p.clone()));
         }
         let now = self.live.fetch_add(1, AtomicOrdering::SeqCst) + 1;
         self.max_live.fetch_max(now, AtomicOrdering::SeqCst);
-        Ok(Staged { index: p.index, public_inputs: p.public_inputs.clone(), payload: Box::new((p.clone(), Live(self.live.clone()))) })
+        Ok(Staged {
+            index: p.index,
+            public_inputs: p.public_inputs.clone(),
+            payload: Box::new((p.clone(), Live(self.live.clone()))),
+        })
     }
-    fn compute_then(&self, srs: &Srs, staged: Staged, t: &mut Timings, launched: &mut dyn FnMut()) -> Result<Computed, EngineError> {
+    fn compute_then(
+        &self,
+        srs: &Srs,
+        staged: Staged,
+        t: &mut Timings,
+        launched: &mut dyn FnMut(),
+    ) -> Result<Computed, EngineError> {
         match self.mode {
             Mode::Early => {
                 launched();
@@ -127,18 +176,40 @@ impl Backend for Staging {
             }
             Mode::Deferred => {
                 launched();
-                let Staged { index, public_inputs, payload } = staged;
-                let (p, live) = *payload.downcast::<(Prepared, Live)>().map_err(|_| EngineError::Other("foreign payload".into()))?;
+                let Staged {
+                    index,
+                    public_inputs,
+                    payload,
+                } = staged;
+                let (p, live) = *payload
+                    .downcast::<(Prepared, Live)>()
+                    .map_err(|_| EngineError::Other("foreign payload".into()))?;
                 let sums = cuzk_engine::backend::run_steps(&self.cpu, srs, p, t)?;
-                Ok(Computed { index, public_inputs, holds_device: true, payload: Box::new((sums, live)) })
+                Ok(Computed {
+                    index,
+                    public_inputs,
+                    holds_device: true,
+                    payload: Box::new((sums, live)),
+                })
             }
         }
     }
-    fn collect(&self, c: Computed, t: &mut Timings) -> Result<cuzk_engine::prover::Sums, EngineError> {
+    fn collect(
+        &self,
+        c: Computed,
+        t: &mut Timings,
+    ) -> Result<cuzk_engine::prover::Sums, EngineError> {
         if self.mode != Mode::Deferred {
-            return c.payload.downcast::<cuzk_engine::prover::Sums>().map(|s| *s).map_err(|_| EngineError::Other("foreign payload".into()));
+            return c
+                .payload
+                .downcast::<cuzk_engine::prover::Sums>()
+                .map(|s| *s)
+                .map_err(|_| EngineError::Other("foreign payload".into()));
         }
-        let (sums, live) = *c.payload.downcast::<(cuzk_engine::prover::Sums, Live)>().map_err(|_| EngineError::Other("foreign payload".into()))?;
+        let (sums, live) = *c
+            .payload
+            .downcast::<(cuzk_engine::prover::Sums, Live)>()
+            .map_err(|_| EngineError::Other("foreign payload".into()))?;
         std::thread::sleep(Duration::from_millis(20)); // a slow read-back: later partitions pile up behind it
         t.step("dtoh", Instant::now());
         drop(live);
@@ -152,21 +223,36 @@ fn engine_on(cfg: EngineConfig, staging: bool) -> (Engine, Arc<std::sync::Mutex<
     } else {
         let pin = CountingPin::default();
         let stats = pin.stats.clone();
-        let backends = (0..cfg.vram_budget.len()).map(|_| Arc::new(CpuBackend::new()) as Arc<dyn Backend>).collect();
+        let backends = (0..cfg.vram_budget.len())
+            .map(|_| Arc::new(CpuBackend::new()) as Arc<dyn Backend>)
+            .collect();
         (Engine::start(cfg, backends, Box::new(pin)).unwrap(), stats)
     }
 }
 
 /// An engine over staging backends in `mode`, and the most partitions that were ever live on
 /// one of its "devices".
-fn engine_with(cfg: EngineConfig, mode: Mode) -> ((Engine, Arc<std::sync::Mutex<PinStats>>), Arc<AtomicUsize>) {
+fn engine_with(
+    cfg: EngineConfig,
+    mode: Mode,
+) -> ((Engine, Arc<std::sync::Mutex<PinStats>>), Arc<AtomicUsize>) {
     let pin = CountingPin::default();
     let stats = pin.stats.clone();
     let max_live = Arc::new(AtomicUsize::new(0));
     let backends: Vec<Arc<dyn Backend>> = (0..cfg.vram_budget.len())
-        .map(|_| Arc::new(Staging { cpu: CpuBackend::new(), mode, live: Arc::new(AtomicUsize::new(0)), max_live: max_live.clone() }) as Arc<dyn Backend>)
+        .map(|_| {
+            Arc::new(Staging {
+                cpu: CpuBackend::new(),
+                mode,
+                live: Arc::new(AtomicUsize::new(0)),
+                max_live: max_live.clone(),
+            }) as Arc<dyn Backend>
+        })
         .collect();
-    ((Engine::start(cfg, backends, Box::new(pin)).unwrap(), stats), max_live)
+    (
+        (Engine::start(cfg, backends, Box::new(pin)).unwrap(), stats),
+        max_live,
+    )
 }
 
 fn engine(cfg: EngineConfig) -> (Engine, Arc<std::sync::Mutex<PinStats>>) {
@@ -175,7 +261,9 @@ fn engine(cfg: EngineConfig) -> (Engine, Arc<std::sync::Mutex<PinStats>>) {
 
 fn fixed_rs(seed: u64, n: usize) -> Vec<(Scalar, Scalar)> {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    (0..n).map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng))).collect()
+    (0..n)
+        .map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng)))
+        .collect()
 }
 
 /// Submits `jobs` jobs of three partitions (circuits and fixed r, s from seeds `first`, `first`
@@ -183,12 +271,25 @@ fn fixed_rs(seed: u64, n: usize) -> Vec<(Scalar, Scalar)> {
 fn prove_and_match_direct(engine: &Engine, srs: &Arc<Srs>, first: u64, jobs: u64, what: &str) {
     let rs: Vec<_> = (0..jobs).map(|j| fixed_rs(first + j, 3)).collect();
     let handles: Vec<_> = (0..jobs)
-        .map(|j| engine.submit(JobSpec::new(srs.clone(), circuits(first + j, 3)).randomness(Randomness::Fixed(rs[j as usize].clone()))).unwrap())
+        .map(|j| {
+            engine
+                .submit(
+                    JobSpec::new(srs.clone(), circuits(first + j, 3))
+                        .randomness(Randomness::Fixed(rs[j as usize].clone())),
+                )
+                .unwrap()
+        })
         .collect();
     for (j, h) in handles.iter().enumerate() {
         let (r, s): (Vec<_>, Vec<_>) = rs[j].iter().copied().unzip();
-        let direct = Prover::new(srs, &CpuBackend::new()).prove(circuits(first + j as u64, 3), &r, &s).unwrap();
-        assert_eq!(h.wait().unwrap().to_bytes(), direct.to_bytes(), "{what} job {j}");
+        let direct = Prover::new(srs, &CpuBackend::new())
+            .prove(circuits(first + j as u64, 3), &r, &s)
+            .unwrap();
+        assert_eq!(
+            h.wait().unwrap().to_bytes(),
+            direct.to_bytes(),
+            "{what} job {j}"
+        );
     }
 }
 
@@ -199,19 +300,29 @@ fn wait_until(engine: &Engine, what: &str, f: impl Fn(&Status) -> bool) -> Statu
         if f(&s) {
             return s;
         }
-        assert!(start.elapsed() < Duration::from_secs(120), "timed out waiting for {what}: {s:?}");
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "timed out waiting for {what}: {s:?}"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
 }
 
 fn assert_all_released(engine: &Engine, stats: &std::sync::Mutex<PinStats>) {
     let s = wait_until(engine, "every reservation released", |s| {
-        s.in_flight == 0 && s.host.reserved == 0 && s.vram.iter().all(|v| v.reserved == 0 && v.reservations == 0)
+        s.in_flight == 0
+            && s.host.reserved == 0
+            && s.vram
+                .iter()
+                .all(|v| v.reserved == 0 && v.reservations == 0)
     });
     assert_eq!(s.host.reservations, 0);
     let start = Instant::now();
     while engine.pinned().unwrap() != (0, 0) {
-        assert!(start.elapsed() < Duration::from_secs(10), "pinned memory stayed registered");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "pinned memory stayed registered"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     let st = stats.lock().unwrap();
@@ -222,10 +333,14 @@ fn assert_all_released(engine: &Engine, stats: &std::sync::Mutex<PinStats>) {
 #[test]
 fn multi_partition_jobs_match_direct_proving_and_overlap_upload_with_compute() {
     let srs = srs();
-    let (engine, stats) = engine(EngineConfig { gpu_workers_per_device: 2, ..EngineConfig::default() });
+    let (engine, stats) = engine(EngineConfig {
+        gpu_workers_per_device: 2,
+        ..EngineConfig::default()
+    });
     let handles: Vec<_> = (0..3u64)
         .map(|j| {
-            let spec = JobSpec::new(srs.clone(), circuits(j, 4)).randomness(Randomness::Fixed(fixed_rs(j, 4)));
+            let spec = JobSpec::new(srs.clone(), circuits(j, 4))
+                .randomness(Randomness::Fixed(fixed_rs(j, 4)));
             engine.submit(spec).unwrap()
         })
         .collect();
@@ -234,8 +349,14 @@ fn multi_partition_jobs_match_direct_proving_and_overlap_upload_with_compute() {
     for (j, h) in handles.iter().enumerate() {
         let out = h.wait().unwrap();
         let (r, s): (Vec<_>, Vec<_>) = fixed_rs(j as u64, 4).into_iter().unzip();
-        let direct = Prover::new(&srs, &cpu).prove(circuits(j as u64, 4), &r, &s).unwrap();
-        assert_eq!(out.to_bytes(), direct.to_bytes(), "job {j}: pipeline proof differs from direct proving");
+        let direct = Prover::new(&srs, &cpu)
+            .prove(circuits(j as u64, 4), &r, &s)
+            .unwrap();
+        assert_eq!(
+            out.to_bytes(),
+            direct.to_bytes(),
+            "job {j}: pipeline proof differs from direct proving"
+        );
         for (p, i) in out.proofs.iter().zip(&out.public_inputs) {
             assert!(verifier.verify(p, i).unwrap());
         }
@@ -243,14 +364,35 @@ fn multi_partition_jobs_match_direct_proving_and_overlap_upload_with_compute() {
     // Partition k+1's upload starts before partition k's compute ends (on the same GPU).
     let spans = engine.timeline().spans();
     let overlaps = spans.iter().filter(|c| c.stage == "compute").any(|c| {
-        spans.iter().any(|u| u.stage == "upload" && (u.job, u.partition) != (c.job, c.partition) && u.start_us > c.start_us && u.start_us < c.end_us)
+        spans.iter().any(|u| {
+            u.stage == "upload"
+                && (u.job, u.partition) != (c.job, c.partition)
+                && u.start_us > c.start_us
+                && u.start_us < c.end_us
+        })
     });
     assert!(overlaps, "no upload ran during another partition's compute");
-    for stage in ["synth", "queue", "pin", "upload", "mutex_wait", "compute", "ntt_msm_h", "tail_msm", "b_g2_msm", "collect", "assemble", "verify"] {
+    for stage in [
+        "synth",
+        "queue",
+        "pin",
+        "upload",
+        "mutex_wait",
+        "compute",
+        "ntt_msm_h",
+        "tail_msm",
+        "b_g2_msm",
+        "collect",
+        "assemble",
+        "verify",
+    ] {
         assert!(spans.iter().any(|s| s.stage == stage), "no `{stage}` span");
     }
     assert_eq!(spans.iter().filter(|s| s.stage == "compute").count(), 12);
-    assert!(stats.lock().unwrap().registers > 0, "nothing was pinned for the uploads");
+    assert!(
+        stats.lock().unwrap().registers > 0,
+        "nothing was pinned for the uploads"
+    );
     assert_all_released(&engine, &stats);
 }
 
@@ -259,10 +401,24 @@ fn a_host_backend_skips_pinning_and_staging() {
     let srs = srs();
     let (engine, stats) = engine_on(EngineConfig::default(), false);
     let rs = fixed_rs(8, 3);
-    let out = engine.submit(JobSpec::new(srs.clone(), circuits(8, 3)).randomness(Randomness::Fixed(rs.clone()))).unwrap().wait().unwrap();
+    let out = engine
+        .submit(JobSpec::new(srs.clone(), circuits(8, 3)).randomness(Randomness::Fixed(rs.clone())))
+        .unwrap()
+        .wait()
+        .unwrap();
     let (r, s): (Vec<_>, Vec<_>) = rs.into_iter().unzip();
-    assert_eq!(out.to_bytes(), Prover::new(&srs, &CpuBackend::new()).prove(circuits(8, 3), &r, &s).unwrap().to_bytes());
-    assert_eq!(stats.lock().unwrap().registers, 0, "the CPU backend's partitions were pinned");
+    assert_eq!(
+        out.to_bytes(),
+        Prover::new(&srs, &CpuBackend::new())
+            .prove(circuits(8, 3), &r, &s)
+            .unwrap()
+            .to_bytes()
+    );
+    assert_eq!(
+        stats.lock().unwrap().registers,
+        0,
+        "the CPU backend's partitions were pinned"
+    );
     assert!(!engine.timeline().spans().iter().any(|s| s.stage == "pin"));
     assert_all_released(&engine, &stats);
 }
@@ -271,14 +427,38 @@ fn a_host_backend_skips_pinning_and_staging() {
 fn partitions_spread_over_several_gpus_and_results_keep_partition_order() {
     let srs = srs();
     let part = Dims::of(&srs).device(Tier::Full, false);
-    let cfg = EngineConfig { vram_budget: vec![part * 2, part * 2, part * 2], ..EngineConfig::default() };
+    let cfg = EngineConfig {
+        vram_budget: vec![part * 2, part * 2, part * 2],
+        ..EngineConfig::default()
+    };
     let (engine, stats) = engine(cfg);
     let rs = fixed_rs(12, 9);
-    let out = engine.submit(JobSpec::new(srs.clone(), circuits(12, 9)).randomness(Randomness::Fixed(rs.clone()))).unwrap().wait().unwrap();
+    let out = engine
+        .submit(
+            JobSpec::new(srs.clone(), circuits(12, 9)).randomness(Randomness::Fixed(rs.clone())),
+        )
+        .unwrap()
+        .wait()
+        .unwrap();
     let (r, s): (Vec<_>, Vec<_>) = rs.into_iter().unzip();
-    assert_eq!(out.to_bytes(), Prover::new(&srs, &CpuBackend::new()).prove(circuits(12, 9), &r, &s).unwrap().to_bytes());
-    let gpus: std::collections::BTreeSet<_> = engine.timeline().spans().iter().filter(|s| s.stage == "compute").filter_map(|s| s.gpu).collect();
-    assert!(gpus.len() >= 2, "all partitions ran on one of three GPUs: {gpus:?}");
+    assert_eq!(
+        out.to_bytes(),
+        Prover::new(&srs, &CpuBackend::new())
+            .prove(circuits(12, 9), &r, &s)
+            .unwrap()
+            .to_bytes()
+    );
+    let gpus: std::collections::BTreeSet<_> = engine
+        .timeline()
+        .spans()
+        .iter()
+        .filter(|s| s.stage == "compute")
+        .filter_map(|s| s.gpu)
+        .collect();
+    assert!(
+        gpus.len() >= 2,
+        "all partitions ran on one of three GPUs: {gpus:?}"
+    );
     let st = engine.status().unwrap();
     assert!(st.vram.iter().all(|v| v.high_water <= v.capacity));
     assert_all_released(&engine, &stats);
@@ -286,24 +466,47 @@ fn partitions_spread_over_several_gpus_and_results_keep_partition_order() {
 
 #[test]
 fn a_resident_srs_is_reserved_once_per_gpu_and_swapped_only_when_idle() {
-    let (a, b) = (srs(), Arc::new(Srs::from_parameters(&generate(MulChain::random(M, 2, 0), 10).unwrap())));
+    let (a, b) = (
+        srs(),
+        Arc::new(Srs::from_parameters(
+            &generate(MulChain::random(M, 2, 0), 10).unwrap(),
+        )),
+    );
     let d = Dims::of(&a);
     let resident = d.resident(1);
     let part = d.device(Tier::Full, true);
     let budget = resident + 2 * part;
-    let (engine, stats) = engine(EngineConfig { vram_budget: vec![budget], srs_resident: true, ..EngineConfig::default() });
-    let ja = engine.submit(JobSpec::new(a.clone(), circuits(1, 3))).unwrap();
-    let jb = engine.submit(JobSpec::new(b.clone(), circuits(2, 3))).unwrap();
-    let ja2 = engine.submit(JobSpec::new(a.clone(), circuits(3, 2))).unwrap();
+    let (engine, stats) = engine(EngineConfig {
+        vram_budget: vec![budget],
+        srs_resident: true,
+        ..EngineConfig::default()
+    });
+    let ja = engine
+        .submit(JobSpec::new(a.clone(), circuits(1, 3)))
+        .unwrap();
+    let jb = engine
+        .submit(JobSpec::new(b.clone(), circuits(2, 3)))
+        .unwrap();
+    let ja2 = engine
+        .submit(JobSpec::new(a.clone(), circuits(3, 2)))
+        .unwrap();
     for h in [&ja, &jb, &ja2] {
         h.wait().unwrap();
     }
-    let st = wait_until(&engine, "partitions released", |s| s.in_flight == 0 && s.vram[0].reservations == 1);
-    assert_eq!(st.vram[0].reserved, resident, "the resident SRS stays reserved, and only it");
+    let st = wait_until(&engine, "partitions released", |s| {
+        s.in_flight == 0 && s.vram[0].reservations == 1
+    });
+    assert_eq!(
+        st.vram[0].reserved, resident,
+        "the resident SRS stays reserved, and only it"
+    );
     assert!(st.vram[0].high_water <= budget && st.vram[0].high_water >= resident + part);
     let start = Instant::now();
     while engine.pinned().unwrap() != (0, 0) {
-        assert!(start.elapsed() < Duration::from_secs(10), "pinned memory stayed registered");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "pinned memory stayed registered"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     {
@@ -312,8 +515,19 @@ fn a_resident_srs_is_reserved_once_per_gpu_and_swapped_only_when_idle() {
     }
 
     // Parameters too large to be resident at all: a clear rejection.
-    let (tiny, _) = engine_on(EngineConfig { vram_budget: vec![resident / 2], srs_resident: true, ..EngineConfig::default() }, true);
-    let err = tiny.submit(JobSpec::new(a.clone(), circuits(4, 1))).unwrap().wait().unwrap_err();
+    let (tiny, _) = engine_on(
+        EngineConfig {
+            vram_budget: vec![resident / 2],
+            srs_resident: true,
+            ..EngineConfig::default()
+        },
+        true,
+    );
+    let err = tiny
+        .submit(JobSpec::new(a.clone(), circuits(4, 1)))
+        .unwrap()
+        .wait()
+        .unwrap_err();
     assert!(err.to_string().contains("resident"), "{err}");
 }
 
@@ -323,16 +537,36 @@ fn a_budget_under_three_partitions_is_never_exceeded() {
     let part = Dims::of(&srs).device(Tier::Full, false);
     let host = Dims::of(&srs).host();
     let budget = part * 5 / 2;
-    let cfg = EngineConfig { vram_budget: vec![budget], host_budget: host * 2, gpu_workers_per_device: 2, ..EngineConfig::default() };
+    let cfg = EngineConfig {
+        vram_budget: vec![budget],
+        host_budget: host * 2,
+        gpu_workers_per_device: 2,
+        ..EngineConfig::default()
+    };
     let (engine, stats) = engine(cfg);
-    let handles: Vec<_> = (0..4u64).map(|j| engine.submit(JobSpec::new(srs.clone(), circuits(j, 3))).unwrap()).collect();
+    let handles: Vec<_> = (0..4u64)
+        .map(|j| {
+            engine
+                .submit(JobSpec::new(srs.clone(), circuits(j, 3)))
+                .unwrap()
+        })
+        .collect();
     for h in &handles {
         h.wait().unwrap();
     }
     let s = engine.status().unwrap();
-    assert!(s.vram[0].high_water <= budget, "VRAM high water {} over budget {budget}", s.vram[0].high_water);
+    assert!(
+        s.vram[0].high_water <= budget,
+        "VRAM high water {} over budget {budget}",
+        s.vram[0].high_water
+    );
     assert!(s.vram[0].high_water >= part, "nothing was reserved");
-    assert!(s.host.high_water <= host * 2, "host high water {} over budget {}", s.host.high_water, host * 2);
+    assert!(
+        s.host.high_water <= host * 2,
+        "host high water {} over budget {}",
+        s.host.high_water,
+        host * 2
+    );
     assert_all_released(&engine, &stats);
 }
 
@@ -340,22 +574,41 @@ fn a_budget_under_three_partitions_is_never_exceeded() {
 fn a_partition_larger_than_the_budget_takes_the_chunked_tier() {
     let srs = srs();
     let d = Dims::of(&srs);
-    let (full, least) = (d.device(Tier::Full, false), d.device(Tier::Chunked { chunk: 256 }, false));
+    let (full, least) = (
+        d.device(Tier::Full, false),
+        d.device(Tier::Chunked { chunk: 256 }, false),
+    );
     assert!(least < full);
     let budget = (least + full) / 2;
-    let (engine, stats) = engine(EngineConfig { vram_budget: vec![budget], ..EngineConfig::default() });
+    let (engine, stats) = engine(EngineConfig {
+        vram_budget: vec![budget],
+        ..EngineConfig::default()
+    });
     let rs = fixed_rs(5, 2);
-    let out = engine.submit(JobSpec::new(srs.clone(), circuits(5, 2)).randomness(Randomness::Fixed(rs.clone()))).unwrap().wait().unwrap();
+    let out = engine
+        .submit(JobSpec::new(srs.clone(), circuits(5, 2)).randomness(Randomness::Fixed(rs.clone())))
+        .unwrap()
+        .wait()
+        .unwrap();
     let (r, s): (Vec<_>, Vec<_>) = rs.into_iter().unzip();
-    let direct = Prover::new(&srs, &CpuBackend::new()).prove(circuits(5, 2), &r, &s).unwrap();
+    let direct = Prover::new(&srs, &CpuBackend::new())
+        .prove(circuits(5, 2), &r, &s)
+        .unwrap();
     assert_eq!(out.to_bytes(), direct.to_bytes());
     let st = engine.status().unwrap();
     assert!(st.vram[0].high_water <= budget && st.vram[0].high_water > 0);
     assert_all_released(&engine, &stats);
 
     // Nothing fits at all: a clear rejection, and the engine keeps serving.
-    let (tiny, _) = self::engine(EngineConfig { vram_budget: vec![1000], ..EngineConfig::default() });
-    let err = tiny.submit(JobSpec::new(srs.clone(), circuits(6, 1))).unwrap().wait().unwrap_err();
+    let (tiny, _) = self::engine(EngineConfig {
+        vram_budget: vec![1000],
+        ..EngineConfig::default()
+    });
+    let err = tiny
+        .submit(JobSpec::new(srs.clone(), circuits(6, 1)))
+        .unwrap()
+        .wait()
+        .unwrap_err();
     assert!(matches!(err, JobError::Rejected { .. }), "{err}");
     assert!(err.to_string().contains("whole budget"), "{err}");
 }
@@ -363,16 +616,37 @@ fn a_partition_larger_than_the_budget_takes_the_chunked_tier() {
 #[test]
 fn priority_classes_then_oldest_job_then_lowest_partition() {
     let srs = srs();
-    let (engine, stats) = engine(EngineConfig { gpu_workers_per_device: 2, ..EngineConfig::default() });
+    let (engine, stats) = engine(EngineConfig {
+        gpu_workers_per_device: 2,
+        ..EngineConfig::default()
+    });
     engine.set_paused(true);
-    let plan = [(Priority::Low, 2), (Priority::Normal, 2), (Priority::High, 2), (Priority::Normal, 2), (Priority::High, 1)];
+    let plan = [
+        (Priority::Low, 2),
+        (Priority::Normal, 2),
+        (Priority::High, 2),
+        (Priority::Normal, 2),
+        (Priority::High, 1),
+    ];
     let handles: Vec<_> = plan
         .iter()
         .enumerate()
-        .map(|(j, (p, n))| engine.submit(JobSpec::new(srs.clone(), circuits(j as u64, *n)).priority(*p)).unwrap())
+        .map(|(j, (p, n))| {
+            engine
+                .submit(JobSpec::new(srs.clone(), circuits(j as u64, *n)).priority(*p))
+                .unwrap()
+        })
         .collect();
-    let st = wait_until(&engine, "synthesis of every partition", |s| s.queued_dispatch == 9);
-    assert_eq!(st.job_list.iter().map(|j| (j.partitions, j.done, j.in_flight)).collect::<Vec<_>>(), vec![(2, 0, 2), (2, 0, 2), (2, 0, 2), (2, 0, 2), (1, 0, 1)]);
+    let st = wait_until(&engine, "synthesis of every partition", |s| {
+        s.queued_dispatch == 9
+    });
+    assert_eq!(
+        st.job_list
+            .iter()
+            .map(|j| (j.partitions, j.done, j.in_flight))
+            .collect::<Vec<_>>(),
+        vec![(2, 0, 2), (2, 0, 2), (2, 0, 2), (2, 0, 2), (1, 0, 1)]
+    );
     assert_eq!(st.job_list[2].priority, Priority::High);
     engine.set_paused(false);
     for h in &handles {
@@ -380,13 +654,34 @@ fn priority_classes_then_oldest_job_then_lowest_partition() {
     }
     let ids: Vec<u64> = handles.iter().map(|h| h.id).collect();
     let order = engine.status().unwrap().dispatch_order;
-    let expect = vec![(ids[2], 0), (ids[2], 1), (ids[4], 0), (ids[1], 0), (ids[1], 1), (ids[3], 0), (ids[3], 1), (ids[0], 0), (ids[0], 1)];
+    let expect = vec![
+        (ids[2], 0),
+        (ids[2], 1),
+        (ids[4], 0),
+        (ids[1], 0),
+        (ids[1], 1),
+        (ids[3], 0),
+        (ids[3], 1),
+        (ids[0], 0),
+        (ids[0], 1),
+    ];
     assert_eq!(order, expect);
     // Two workers, and still the kernels run in dispatch order (the kernel lock is taken in
     // staging order; no worker barges ahead).
-    let mut computes: Vec<_> = engine.timeline().spans().into_iter().filter(|s| s.stage == "compute").collect();
+    let mut computes: Vec<_> = engine
+        .timeline()
+        .spans()
+        .into_iter()
+        .filter(|s| s.stage == "compute")
+        .collect();
     computes.sort_by_key(|s| s.start_us);
-    assert_eq!(computes.iter().map(|s| (s.job, s.partition)).collect::<Vec<_>>(), expect);
+    assert_eq!(
+        computes
+            .iter()
+            .map(|s| (s.job, s.partition))
+            .collect::<Vec<_>>(),
+        expect
+    );
     assert_all_released(&engine, &stats);
 }
 
@@ -395,15 +690,22 @@ fn a_cancelled_queued_job_never_starts() {
     let srs = srs();
     let (engine, stats) = engine(EngineConfig::default());
     engine.set_paused(true);
-    let keep = engine.submit(JobSpec::new(srs.clone(), circuits(1, 2))).unwrap();
-    let drop = engine.submit(JobSpec::new(srs.clone(), circuits(2, 2))).unwrap();
+    let keep = engine
+        .submit(JobSpec::new(srs.clone(), circuits(1, 2)))
+        .unwrap();
+    let drop = engine
+        .submit(JobSpec::new(srs.clone(), circuits(2, 2)))
+        .unwrap();
     assert!(engine.cancel(drop.id));
     assert!(!engine.cancel(drop.id), "cancelled twice");
     engine.set_paused(false);
     keep.wait().unwrap();
     assert!(matches!(drop.wait(), Err(JobError::Cancelled(id)) if id == drop.id));
     let order = engine.status().unwrap().dispatch_order;
-    assert!(order.iter().all(|(j, _)| *j != drop.id), "a cancelled job was dispatched: {order:?}");
+    assert!(
+        order.iter().all(|(j, _)| *j != drop.id),
+        "a cancelled job was dispatched: {order:?}"
+    );
     assert_all_released(&engine, &stats);
 }
 
@@ -411,14 +713,26 @@ fn a_cancelled_queued_job_never_starts() {
 fn a_cancelled_running_job_releases_every_reservation() {
     let srs = srs();
     let part = Dims::of(&srs).device(Tier::Full, false);
-    let (engine, stats) = engine(EngineConfig { vram_budget: vec![part * 2], gpu_workers_per_device: 2, ..EngineConfig::default() });
-    let job = engine.submit(JobSpec::new(srs.clone(), circuits(3, 12))).unwrap();
-    wait_until(&engine, "the job to start", |s| !s.dispatch_order.is_empty());
+    let (engine, stats) = engine(EngineConfig {
+        vram_budget: vec![part * 2],
+        gpu_workers_per_device: 2,
+        ..EngineConfig::default()
+    });
+    let job = engine
+        .submit(JobSpec::new(srs.clone(), circuits(3, 12)))
+        .unwrap();
+    wait_until(&engine, "the job to start", |s| {
+        !s.dispatch_order.is_empty()
+    });
     assert!(engine.cancel(job.id));
     assert!(matches!(job.wait(), Err(JobError::Cancelled(_))));
     assert_all_released(&engine, &stats);
     // The engine keeps serving.
-    engine.submit(JobSpec::new(srs.clone(), circuits(4, 1))).unwrap().wait().unwrap();
+    engine
+        .submit(JobSpec::new(srs.clone(), circuits(4, 1)))
+        .unwrap()
+        .wait()
+        .unwrap();
 }
 
 #[test]
@@ -426,9 +740,23 @@ fn a_bad_partition_fails_its_job_with_a_clear_error_and_the_engine_keeps_serving
     let srs = srs();
     let (engine, stats) = engine(EngineConfig::default());
     let wrong = MulChain::random(M + 400, 2, 1); // does not fit the parameters
-    let err = engine.submit(JobSpec::new(srs.clone(), vec![MulChain::random(M, 2, 1), wrong])).unwrap().wait().unwrap_err();
-    assert!(matches!(&err, JobError::Failed { partition: 1, what, .. } if what.contains("domain")), "{err}");
-    engine.submit(JobSpec::new(srs.clone(), circuits(9, 2))).unwrap().wait().unwrap();
+    let err = engine
+        .submit(JobSpec::new(
+            srs.clone(),
+            vec![MulChain::random(M, 2, 1), wrong],
+        ))
+        .unwrap()
+        .wait()
+        .unwrap_err();
+    assert!(
+        matches!(&err, JobError::Failed { partition: 1, what, .. } if what.contains("domain")),
+        "{err}"
+    );
+    engine
+        .submit(JobSpec::new(srs.clone(), circuits(9, 2)))
+        .unwrap()
+        .wait()
+        .unwrap();
     assert_all_released(&engine, &stats);
 }
 
@@ -448,16 +776,28 @@ fn srs_loader_shares_refuses_eviction_while_held_and_evicts_idle() {
     assert_eq!(engine.evict_idle_srs(Duration::ZERO), vec![path.clone()]);
     assert!(engine.evict_srs(&path).unwrap_err().contains("not loaded"));
     let bad = dir.path().join("missing.params");
-    assert!(engine.load_srs(&bad).unwrap_err().contains("missing.params"));
+    assert!(engine
+        .load_srs(&bad)
+        .unwrap_err()
+        .contains("missing.params"));
 }
 
 /// Spans of `stage` on one GPU's different workers that overlap by more than `slack_us`.
 fn overlapping(engine: &Engine, stage: &str, slack_us: u64) -> usize {
-    let spans: Vec<_> = engine.timeline().spans().into_iter().filter(|s| s.stage == stage).collect();
+    let spans: Vec<_> = engine
+        .timeline()
+        .spans()
+        .into_iter()
+        .filter(|s| s.stage == stage)
+        .collect();
     let mut n = 0;
     for (i, a) in spans.iter().enumerate() {
         for b in &spans[i + 1..] {
-            if a.gpu == b.gpu && a.worker != b.worker && a.start_us + slack_us < b.end_us && b.start_us + slack_us < a.end_us {
+            if a.gpu == b.gpu
+                && a.worker != b.worker
+                && a.start_us + slack_us < b.end_us
+                && b.start_us + slack_us < a.end_us
+            {
                 n += 1;
             }
         }
@@ -470,18 +810,43 @@ fn the_kernel_lock_passes_on_once_a_partition_is_launched() {
     let srs = srs();
     let rs = fixed_rs(21, 6);
     let (r, s): (Vec<_>, Vec<_>) = rs.iter().copied().unzip();
-    let direct = Prover::new(&srs, &CpuBackend::new()).prove(circuits(21, 6), &r, &s).unwrap().to_bytes();
+    let direct = Prover::new(&srs, &CpuBackend::new())
+        .prove(circuits(21, 6), &r, &s)
+        .unwrap()
+        .to_bytes();
     for early in [false, true] {
-        let ((engine, stats), _) = engine_with(EngineConfig { gpu_workers_per_device: 2, ..EngineConfig::default() }, if early { Mode::Early } else { Mode::Late });
-        let job = JobSpec::new(srs.clone(), circuits(21, 6)).randomness(Randomness::Fixed(rs.clone()));
-        assert_eq!(engine.submit(job).unwrap().wait().unwrap().to_bytes(), direct);
+        let ((engine, stats), _) = engine_with(
+            EngineConfig {
+                gpu_workers_per_device: 2,
+                ..EngineConfig::default()
+            },
+            if early { Mode::Early } else { Mode::Late },
+        );
+        let job =
+            JobSpec::new(srs.clone(), circuits(21, 6)).randomness(Randomness::Fixed(rs.clone()));
+        assert_eq!(
+            engine.submit(job).unwrap().wait().unwrap().to_bytes(),
+            direct
+        );
         // The lock is held from the turn to the launch: those spans never overlap.
-        assert_eq!(overlapping(&engine, "launch", 0), 0, "two workers held the kernel lock at once");
+        assert_eq!(
+            overlapping(&engine, "launch", 0),
+            0,
+            "two workers held the kernel lock at once"
+        );
         if early {
             // The second worker's partition starts while the first one's work is still running.
-            assert!(overlapping(&engine, "compute", 1000) > 0, "two workers never computed at once although each launch returned at once");
+            assert!(
+                overlapping(&engine, "compute", 1000) > 0,
+                "two workers never computed at once although each launch returned at once"
+            );
         }
-        let launches = engine.timeline().spans().into_iter().filter(|s| s.stage == "launch").count();
+        let launches = engine
+            .timeline()
+            .spans()
+            .into_iter()
+            .filter(|s| s.stage == "launch")
+            .count();
         assert_eq!(launches, 6, "one launch span per partition");
         assert_all_released(&engine, &stats);
     }
@@ -497,7 +862,14 @@ fn results_left_on_the_device_keep_their_reservation_until_collected() {
     let part = Dims::of(&srs).device(Tier::Full, false);
     let budget = part * 5 / 2;
     for workers in [1, 2] {
-        let ((engine, stats), max_live) = engine_with(EngineConfig { vram_budget: vec![budget], gpu_workers_per_device: workers, ..EngineConfig::default() }, Mode::Deferred);
+        let ((engine, stats), max_live) = engine_with(
+            EngineConfig {
+                vram_budget: vec![budget],
+                gpu_workers_per_device: workers,
+                ..EngineConfig::default()
+            },
+            Mode::Deferred,
+        );
         prove_and_match_direct(&engine, &srs, 40, 3, &format!("workers={workers}"));
         let live = max_live.load(AtomicOrdering::SeqCst);
         assert!(live >= 1, "nothing was staged");
@@ -505,7 +877,11 @@ fn results_left_on_the_device_keep_their_reservation_until_collected() {
         let st = engine.status().unwrap();
         assert!(st.vram[0].high_water <= budget);
         // Steps timed in collect reach the timeline.
-        assert!(engine.timeline().spans().iter().any(|s| s.stage == "dtoh" && s.gpu == Some(0)));
+        assert!(engine
+            .timeline()
+            .spans()
+            .iter()
+            .any(|s| s.stage == "dtoh" && s.gpu == Some(0)));
         assert_all_released(&engine, &stats);
     }
 }
@@ -516,19 +892,36 @@ fn uploads_through_staging_buffers_pin_once_for_all_partitions() {
     // reused for every partition: nothing is registered per partition, the data arrives intact
     // (proofs equal direct proving), and the buffers are unpinned when the engine stops.
     let srs = srs();
-    let ((engine, stats), _) = engine_with(EngineConfig { gpu_workers_per_device: 2, ..EngineConfig::default() }, Mode::Through);
+    let ((engine, stats), _) = engine_with(
+        EngineConfig {
+            gpu_workers_per_device: 2,
+            ..EngineConfig::default()
+        },
+        Mode::Through,
+    );
     prove_and_match_direct(&engine, &srs, 60, 3, "staging");
     {
         let st = stats.lock().unwrap();
-        assert_eq!(st.registers, 2, "expected the two staging buffers registered once for 9 partitions: {st:?}");
+        assert_eq!(
+            st.registers, 2,
+            "expected the two staging buffers registered once for 9 partitions: {st:?}"
+        );
         assert_eq!(st.unregisters, 0);
         assert!(!st.double_registered);
     }
-    assert_eq!(engine.pinned().unwrap(), (0, 0), "per-partition registrations were made");
+    assert_eq!(
+        engine.pinned().unwrap(),
+        (0, 0),
+        "per-partition registrations were made"
+    );
     engine.shutdown();
     let start = Instant::now();
     while stats.lock().unwrap().unregisters < 2 {
-        assert!(start.elapsed() < Duration::from_secs(10), "staging buffers stayed pinned after shutdown: {:?}", stats.lock().unwrap());
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "staging buffers stayed pinned after shutdown: {:?}",
+            stats.lock().unwrap()
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     assert!(stats.lock().unwrap().live.is_empty());

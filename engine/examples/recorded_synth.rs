@@ -28,7 +28,10 @@ fn best<T>(mut f: impl FnMut() -> T) -> (f64, T) {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let name = args.first().map_or("mulchain", |s| s.as_str());
-    let size = args.get(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| Example::default_size(name));
+    let size = args
+        .get(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| Example::default_size(name));
     let ex = Example::new(name, size, 1).ok_or(format!("no example {name}"))?;
     // The circuits are built (their witness drawn) before the clock starts.
     let three = || vec![ex.clone(); 3];

@@ -28,7 +28,11 @@ impl Staged {
     /// A partition kept on the host, as it is: what `compute` takes from a backend that does not
     /// stage on a device.
     pub fn on_host(p: Prepared) -> Staged {
-        Staged { index: p.index, public_inputs: p.public_inputs.clone(), payload: Box::new(p) }
+        Staged {
+            index: p.index,
+            public_inputs: p.public_inputs.clone(),
+            payload: Box::new(p),
+        }
     }
 }
 
@@ -47,7 +51,12 @@ pub struct Computed {
 impl Computed {
     /// Results already on the host.
     pub fn on_host(index: usize, public_inputs: Vec<Scalar>, sums: Sums) -> Computed {
-        Computed { index, public_inputs, holds_device: false, payload: Box::new(sums) }
+        Computed {
+            index,
+            public_inputs,
+            holds_device: false,
+            payload: Box::new(sums),
+        }
     }
 }
 
@@ -61,8 +70,12 @@ pub trait Backend: Send + Sync {
     /// `n` (a power of two). Computes `iFFT → coset FFT (generator 7) → (a·b − c)/Z → coset iFFT`
     /// and returns the first `n − 1` coefficients. The inputs are consumed so their memory can be
     /// released as soon as H is done.
-    fn compute_h(&self, a: Vec<Scalar>, b: Vec<Scalar>, c: Vec<Scalar>)
-        -> Result<Vec<Scalar>, EngineError>;
+    fn compute_h(
+        &self,
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+    ) -> Result<Vec<Scalar>, EngineError>;
 
     /// `Σ scalars[i] · bases[i]` over G1; `bases.len() == scalars.len()`. Scalars may be zero.
     fn msm_g1(&self, bases: &[G1Affine], scalars: &[Scalar]) -> Result<G1Projective, EngineError>;
@@ -103,7 +116,11 @@ pub trait Backend: Send + Sync {
     /// [`stage`](Backend::stage), copying through `staging` (page-locked buffers the caller owns
     /// and reuses; each at least [`staging_bytes`](Backend::staging_bytes) long). The default
     /// ignores them.
-    fn stage_through(&self, p: &Prepared, staging: &mut [&mut [u8]]) -> Result<Staged, EngineError> {
+    fn stage_through(
+        &self,
+        p: &Prepared,
+        staging: &mut [&mut [u8]],
+    ) -> Result<Staged, EngineError> {
         let _ = staging;
         self.stage(p)
     }
@@ -111,8 +128,14 @@ pub trait Backend: Send + Sync {
     /// Runs H and the five MSMs of a staged partition. The default runs the heavy steps above
     /// one after the other.
     fn compute(&self, srs: &Srs, staged: Staged, t: &mut Timings) -> Result<Computed, EngineError> {
-        let Staged { index, public_inputs, payload } = staged;
-        let p = payload.downcast::<Prepared>().map_err(|_| foreign(self.name(), "staged"))?;
+        let Staged {
+            index,
+            public_inputs,
+            payload,
+        } = staged;
+        let p = payload
+            .downcast::<Prepared>()
+            .map_err(|_| foreign(self.name(), "staged"))?;
         let sums = run_steps(self, srs, *p, t)?;
         Ok(Computed::on_host(index, public_inputs, sums))
     }
@@ -121,7 +144,13 @@ pub trait Backend: Send + Sync {
     /// (`PipelinedGpu`: its kernels are queued on the GPU's one kernel stream, so the next
     /// partition's kernels run right after them): from then on the caller's per-GPU turn may pass
     /// on. The default computes, then calls it.
-    fn compute_then(&self, srs: &Srs, staged: Staged, t: &mut Timings, launched: &mut dyn FnMut()) -> Result<Computed, EngineError> {
+    fn compute_then(
+        &self,
+        srs: &Srs,
+        staged: Staged,
+        t: &mut Timings,
+        launched: &mut dyn FnMut(),
+    ) -> Result<Computed, EngineError> {
         let r = self.compute(srs, staged, t);
         launched();
         r
@@ -130,7 +159,10 @@ pub trait Backend: Send + Sync {
     /// Brings a computed partition's sums to the host (a GPU backend: waits for its kernels,
     /// then device→host copies and the final reductions); device-timed stages go into `t`.
     fn collect(&self, c: Computed, _t: &mut Timings) -> Result<Sums, EngineError> {
-        c.payload.downcast::<Sums>().map(|s| *s).map_err(|_| foreign(self.name(), "computed"))
+        c.payload
+            .downcast::<Sums>()
+            .map(|s| *s)
+            .map_err(|_| foreign(self.name(), "computed"))
     }
 }
 
@@ -148,7 +180,9 @@ pub fn copy_through(
 ) -> Result<(), EngineError> {
     let piece = staging.iter().map(|b| b.len()).min().unwrap_or(0);
     if piece == 0 {
-        return Err(EngineError::Other("staging through no (or empty) buffers".into()));
+        return Err(EngineError::Other(
+            "staging through no (or empty) buffers".into(),
+        ));
     }
     for (k, chunk) in src.chunks(piece).enumerate() {
         let i = *next % staging.len();
@@ -189,39 +223,64 @@ pub const COPY_PIECE: usize = 64 << 20;
 pub const PAGE: usize = 4096;
 
 fn foreign(backend: &str, what: &str) -> EngineError {
-    EngineError::Backend { backend: backend.into(), what: format!("partition was {what} by another backend") }
+    EngineError::Backend {
+        backend: backend.into(),
+        what: format!("partition was {what} by another backend"),
+    }
 }
 
 /// H, then each query as `msm(bases, tail) + batch_add(bases, ones)`.
-pub fn run_steps<B: Backend + ?Sized>(b: &B, srs: &Srs, p: Prepared, t: &mut Timings) -> Result<Sums, EngineError> {
-    let Prepared { a, b: b_evals, c, l, a_query, b_query, msm_chunk, .. } = p;
+pub fn run_steps<B: Backend + ?Sized>(
+    b: &B,
+    srs: &Srs,
+    p: Prepared,
+    t: &mut Timings,
+) -> Result<Sums, EngineError> {
+    let Prepared {
+        a,
+        b: b_evals,
+        c,
+        l,
+        a_query,
+        b_query,
+        msm_chunk,
+        ..
+    } = p;
     let chunk = msm_chunk.unwrap_or(usize::MAX).max(1);
     let start = Instant::now();
     let h_coeffs = b.compute_h(a, b_evals, c)?;
     let h = b.msm_g1(srs.h(), &h_coeffs)?;
     drop(h_coeffs);
     t.step("ntt_msm_h", start);
-    let g1 = |bases: &[G1Affine], split: &Split, t: &mut Timings| -> Result<G1Projective, EngineError> {
-        let start = Instant::now();
-        let mut acc = msm_chunked(bases, &split.tail, chunk, |x, y| b.msm_g1(x, y))?;
-        t.step("tail_msm", start);
-        if split.ones.count_ones() > 0 {
+    let g1 =
+        |bases: &[G1Affine], split: &Split, t: &mut Timings| -> Result<G1Projective, EngineError> {
             let start = Instant::now();
-            acc += b.batch_add_g1(bases, split.ones.words())?;
-            t.step("batch_add", start);
-        }
-        Ok(acc)
-    };
+            let mut acc = msm_chunked(bases, &split.tail, chunk, |x, y| b.msm_g1(x, y))?;
+            t.step("tail_msm", start);
+            if split.ones.count_ones() > 0 {
+                let start = Instant::now();
+                acc += b.batch_add_g1(bases, split.ones.words())?;
+                t.step("batch_add", start);
+            }
+            Ok(acc)
+        };
     let l = g1(srs.l(), &l, t)?;
     let a = g1(srs.a(), &a_query, t)?;
     let b_g1 = g1(srs.b_g1(), &b_query, t)?;
     let start = Instant::now();
-    let mut b_g2: G2Projective = msm_chunked(srs.b_g2(), &b_query.tail, chunk, |x, y| b.msm_g2(x, y))?;
+    let mut b_g2: G2Projective =
+        msm_chunked(srs.b_g2(), &b_query.tail, chunk, |x, y| b.msm_g2(x, y))?;
     if b_query.ones.count_ones() > 0 {
         b_g2 += b.batch_add_g2(srs.b_g2(), b_query.ones.words())?;
     }
     t.step("b_g2_msm", start);
-    Ok(Sums { h, l, a, b_g1, b_g2 })
+    Ok(Sums {
+        h,
+        l,
+        a,
+        b_g1,
+        b_g2,
+    })
 }
 
 /// An MSM over bases in chunks of `chunk` points (the small-memory tier streams bases this way);
@@ -248,7 +307,9 @@ mod tests {
 
     #[test]
     fn copy_through_moves_every_byte_in_pieces_and_waits_before_reusing_a_buffer() {
-        let src: Vec<u8> = (0..10_007u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        let src: Vec<u8> = (0..10_007u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
         for threads in [1, 3] {
             let (mut x, mut y, mut z) = (vec![0u8; 1000], vec![0u8; 700], vec![0u8; 900]);
             let mut staging: Vec<&mut [u8]> = vec![&mut x, &mut y, &mut z];
@@ -267,7 +328,10 @@ mod tests {
                 },
                 |i, at, piece| {
                     log.borrow_mut().push(('s', i));
-                    assert!(piece.len() <= 700, "a piece longer than the shortest buffer");
+                    assert!(
+                        piece.len() <= 700,
+                        "a piece longer than the shortest buffer"
+                    );
                     dst[at..at + piece.len()].copy_from_slice(piece);
                     Ok(())
                 },
@@ -277,7 +341,11 @@ mod tests {
             let log = log.into_inner();
             assert_eq!(log.len(), 2 * src.len().div_ceil(700));
             for (k, pair) in log.chunks(2).enumerate() {
-                assert_eq!(pair, [('w', k % 3), ('s', k % 3)], "piece {k}: buffers taken in turn, each waited for first");
+                assert_eq!(
+                    pair,
+                    [('w', k % 3), ('s', k % 3)],
+                    "piece {k}: buffers taken in turn, each waited for first"
+                );
             }
             assert_eq!(next, src.len().div_ceil(700));
         }

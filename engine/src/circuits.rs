@@ -48,10 +48,19 @@ impl Circuit<Scalar> for MulChain {
         for (i, y_val) in self.ys.iter().enumerate() {
             let y = cs.alloc(|| format!("y{i}"), || Ok(*y_val))?;
             let p = publics.get(i).copied();
-            let a_val = if p.is_some() { x_val + self.public[i] } else { x_val };
+            let a_val = if p.is_some() {
+                x_val + self.public[i]
+            } else {
+                x_val
+            };
             let z_val = a_val * y_val;
             let z = cs.alloc(|| format!("x{}", i + 1), || Ok(z_val))?;
-            cs.enforce(|| format!("mul{i}"), |lc| if let Some(p) = p { lc + x + p } else { lc + x }, |lc| lc + y, |lc| lc + z);
+            cs.enforce(
+                || format!("mul{i}"),
+                |lc| if let Some(p) = p { lc + x + p } else { lc + x },
+                |lc| lc + y,
+                |lc| lc + z,
+            );
             x = z;
             x_val = z_val;
         }
@@ -69,14 +78,21 @@ pub struct ManyInputs {
 impl ManyInputs {
     pub fn random(inputs: usize, seed: u64) -> Self {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        ManyInputs { public: (0..inputs).map(|_| Scalar::random(&mut rng)).collect() }
+        ManyInputs {
+            public: (0..inputs).map(|_| Scalar::random(&mut rng)).collect(),
+        }
     }
 }
 
 impl Circuit<Scalar> for ManyInputs {
     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
         let k = self.public.len();
-        let ps = self.public.iter().enumerate().map(|(i, p)| cs.alloc_input(|| format!("p{i}"), || Ok(*p))).collect::<Result<Vec<_>, _>>()?;
+        let ps = self
+            .public
+            .iter()
+            .enumerate()
+            .map(|(i, p)| cs.alloc_input(|| format!("p{i}"), || Ok(*p)))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut sum = Scalar::ZERO;
         let mut ts = Vec::with_capacity(k);
         for i in 0..k {
@@ -108,14 +124,23 @@ pub struct Bits {
 impl Bits {
     pub fn random(pairs: usize, seed: u64) -> Self {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        Bits { pairs: (0..pairs).map(|_| (rng.gen(), rng.gen())).collect() }
+        Bits {
+            pairs: (0..pairs).map(|_| (rng.gen(), rng.gen())).collect(),
+        }
     }
 }
 
-fn alloc_word<CS: ConstraintSystem<Scalar>>(cs: &mut CS, name: &str, w: u64) -> Result<Vec<Variable>, SynthesisError> {
+fn alloc_word<CS: ConstraintSystem<Scalar>>(
+    cs: &mut CS,
+    name: &str,
+    w: u64,
+) -> Result<Vec<Variable>, SynthesisError> {
     let bits = (0..64)
         .map(|i| {
-            let bit = AllocatedBit::alloc(cs.namespace(|| format!("{name}.{i}")), Some(w >> i & 1 == 1))?;
+            let bit = AllocatedBit::alloc(
+                cs.namespace(|| format!("{name}.{i}")),
+                Some(w >> i & 1 == 1),
+            )?;
             Ok(bit.get_variable())
         })
         .collect::<Result<Vec<_>, SynthesisError>>()?;
@@ -126,7 +151,12 @@ fn alloc_word<CS: ConstraintSystem<Scalar>>(cs: &mut CS, name: &str, w: u64) -> 
         lc = lc + (coeff, *b);
         coeff = coeff.double();
     }
-    cs.enforce(|| format!("{name}.pack"), |_| lc, |l| l + CS::one(), |l| l + packed);
+    cs.enforce(
+        || format!("{name}.pack"),
+        |_| lc,
+        |l| l + CS::one(),
+        |l| l + packed,
+    );
     Ok(bits)
 }
 
@@ -144,12 +174,27 @@ impl Circuit<Scalar> for Bits {
                 let xb = cs.alloc(|| format!("x{k}.{i}"), || Ok(Scalar::from(bu ^ bv)))?;
                 let ab = cs.alloc(|| format!("a{k}.{i}"), || Ok(Scalar::from(bu & bv)))?;
                 // AND: u·v = a.  XOR: (2u)·v = u + v − x.
-                cs.enforce(|| format!("and{k}.{i}"), |l| l + ub[i], |l| l + vb[i], |l| l + ab);
-                cs.enforce(|| format!("xor{k}.{i}"), |l| l + (Scalar::from(2u64), ub[i]), |l| l + vb[i], |l| l + ub[i] + vb[i] - xb);
+                cs.enforce(
+                    || format!("and{k}.{i}"),
+                    |l| l + ub[i],
+                    |l| l + vb[i],
+                    |l| l + ab,
+                );
+                cs.enforce(
+                    || format!("xor{k}.{i}"),
+                    |l| l + (Scalar::from(2u64), ub[i]),
+                    |l| l + vb[i],
+                    |l| l + ub[i] + vb[i] - xb,
+                );
                 xor_lc = xor_lc + (coeff, xb);
                 coeff = coeff.double();
             }
-            cs.enforce(|| format!("xor{k}.pack"), |_| xor_lc, |l| l + CS::one(), |l| l + out);
+            cs.enforce(
+                || format!("xor{k}.pack"),
+                |_| xor_lc,
+                |l| l + CS::one(),
+                |l| l + out,
+            );
         }
         Ok(())
     }
@@ -165,7 +210,10 @@ pub struct NoAux {
 impl NoAux {
     pub fn random(seed: u64) -> Self {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        NoAux { x: Scalar::random(&mut rng), y: Scalar::random(&mut rng) }
+        NoAux {
+            x: Scalar::random(&mut rng),
+            y: Scalar::random(&mut rng),
+        }
     }
 }
 
@@ -194,7 +242,11 @@ pub struct COnlyAux {
 impl COnlyAux {
     pub fn random(rows: usize, seed: u64) -> Self {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        COnlyAux { x: Scalar::random(&mut rng), y: Scalar::random(&mut rng), rows }
+        COnlyAux {
+            x: Scalar::random(&mut rng),
+            y: Scalar::random(&mut rng),
+            rows,
+        }
     }
 }
 
@@ -237,7 +289,9 @@ pub struct Sha256Preimage {
 impl Sha256Preimage {
     pub fn random(len: usize, seed: u64) -> Self {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        Sha256Preimage { preimage: (0..len).map(|_| rng.gen()).collect() }
+        Sha256Preimage {
+            preimage: (0..len).map(|_| rng.gen()).collect(),
+        }
     }
 
     /// The public inputs a verifier needs: the digest bits packed as bellperson's `multipack` does.
@@ -252,7 +306,12 @@ impl Circuit<Scalar> for Sha256Preimage {
         let input = bits
             .iter()
             .enumerate()
-            .map(|(i, b)| Ok(Boolean::from(AllocatedBit::alloc(cs.namespace(|| format!("bit{i}")), Some(*b))?)))
+            .map(|(i, b)| {
+                Ok(Boolean::from(AllocatedBit::alloc(
+                    cs.namespace(|| format!("bit{i}")),
+                    Some(*b),
+                )?))
+            })
             .collect::<Result<Vec<_>, SynthesisError>>()?;
         let digest = sha256(cs.namespace(|| "sha256"), &input)?;
         multipack::pack_into_inputs(cs.namespace(|| "digest"), &digest)
@@ -278,7 +337,6 @@ impl Circuit<Scalar> for Unsatisfied {
     }
 }
 
-
 /// The example circuits by name, as one type (what `cuzk prove` and `cuzk bench` pick from).
 #[derive(Clone)]
 pub enum Example {
@@ -300,7 +358,14 @@ impl Example {
         dir.join(format!("{name}-{size}.params"))
     }
 
-    pub const NAMES: [&'static str; 6] = ["mulchain", "many-inputs", "bits", "no-aux", "c-only", "sha256"];
+    pub const NAMES: [&'static str; 6] = [
+        "mulchain",
+        "many-inputs",
+        "bits",
+        "no-aux",
+        "c-only",
+        "sha256",
+    ];
 
     /// The example `name` at `size` (its meaning per circuit: log2 of the domain for `mulchain`,
     /// inputs for `many-inputs`, word pairs for `bits`, rows for `c-only`, preimage bytes for

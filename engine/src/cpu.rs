@@ -29,34 +29,56 @@ impl CpuBackend {
 
     /// The twiddles of domain size `n`, computed once and kept.
     pub fn domain(&self, n: usize) -> Result<Arc<Domain>, EngineError> {
-        let mut map = self.domains.lock().map_err(|_| self.err("domain cache poisoned"))?;
+        let mut map = self
+            .domains
+            .lock()
+            .map_err(|_| self.err("domain cache poisoned"))?;
         if let Some(d) = map.get(&n) {
             return Ok(d.clone());
         }
-        let d = Arc::new(Domain::new(n).ok_or_else(|| self.err(&format!("domain size {n} is not a power of two ≤ 2^32")))?);
+        let d =
+            Arc::new(Domain::new(n).ok_or_else(|| {
+                self.err(&format!("domain size {n} is not a power of two ≤ 2^32"))
+            })?);
         map.insert(n, d.clone());
         Ok(d)
     }
 
     fn err(&self, what: &str) -> EngineError {
-        EngineError::Backend { backend: "cpu".into(), what: what.into() }
+        EngineError::Backend {
+            backend: "cpu".into(),
+            what: what.into(),
+        }
     }
 }
 
 fn scalar_bytes(scalars: &[Scalar]) -> Vec<u8> {
     let mut out = vec![0u8; scalars.len() * 32];
-    out.par_chunks_mut(32).zip(scalars.par_iter()).with_min_len(1 << 12).for_each(|(o, s)| o.copy_from_slice(&s.to_bytes_le()));
+    out.par_chunks_mut(32)
+        .zip(scalars.par_iter())
+        .with_min_len(1 << 12)
+        .for_each(|(o, s)| o.copy_from_slice(&s.to_bytes_le()));
     out
 }
 
 /// Keeps the (base, scalar) pairs whose scalar is non-zero, when that drops at least half.
-fn nonzero<'a, P: Copy + Send + Sync>(bases: &'a [P], scalars: &'a [Scalar]) -> (std::borrow::Cow<'a, [P]>, std::borrow::Cow<'a, [Scalar]>) {
-    let zeros = scalars.par_iter().filter(|s| bool::from(s.is_zero())).count();
+fn nonzero<'a, P: Copy + Send + Sync>(
+    bases: &'a [P],
+    scalars: &'a [Scalar],
+) -> (std::borrow::Cow<'a, [P]>, std::borrow::Cow<'a, [Scalar]>) {
+    let zeros = scalars
+        .par_iter()
+        .filter(|s| bool::from(s.is_zero()))
+        .count();
     if zeros * 2 < scalars.len() {
         return (bases.into(), scalars.into());
     }
-    let (b, s): (Vec<P>, Vec<Scalar>) =
-        bases.par_iter().zip(scalars.par_iter()).filter(|(_, s)| !bool::from(s.is_zero())).map(|(b, s)| (*b, *s)).unzip();
+    let (b, s): (Vec<P>, Vec<Scalar>) = bases
+        .par_iter()
+        .zip(scalars.par_iter())
+        .filter(|(_, s)| !bool::from(s.is_zero()))
+        .map(|(b, s)| (*b, *s))
+        .unzip();
     (b.into(), s.into())
 }
 
@@ -89,17 +111,31 @@ impl Backend for CpuBackend {
         "cpu"
     }
 
-    fn compute_h(&self, a: Vec<Scalar>, b: Vec<Scalar>, c: Vec<Scalar>) -> Result<Vec<Scalar>, EngineError> {
+    fn compute_h(
+        &self,
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+    ) -> Result<Vec<Scalar>, EngineError> {
         let n = a.len().max(1).next_power_of_two();
         if b.len() > n || c.len() > n {
-            return Err(self.err(&format!("a, b, c lengths differ ({}, {}, {})", a.len(), b.len(), c.len())));
+            return Err(self.err(&format!(
+                "a, b, c lengths differ ({}, {}, {})",
+                a.len(),
+                b.len(),
+                c.len()
+            )));
         }
         Ok(self.domain(n)?.h_coefficients(a, b, c))
     }
 
     fn msm_g1(&self, bases: &[G1Affine], scalars: &[Scalar]) -> Result<G1Projective, EngineError> {
         if bases.len() != scalars.len() {
-            return Err(self.err(&format!("msm_g1: {} bases, {} scalars", bases.len(), scalars.len())));
+            return Err(self.err(&format!(
+                "msm_g1: {} bases, {} scalars",
+                bases.len(),
+                scalars.len()
+            )));
         }
         let (bases, scalars) = nonzero(bases, scalars);
         if bases.len() < TINY {
@@ -110,7 +146,11 @@ impl Backend for CpuBackend {
 
     fn msm_g2(&self, bases: &[G2Affine], scalars: &[Scalar]) -> Result<G2Projective, EngineError> {
         if bases.len() != scalars.len() {
-            return Err(self.err(&format!("msm_g2: {} bases, {} scalars", bases.len(), scalars.len())));
+            return Err(self.err(&format!(
+                "msm_g2: {} bases, {} scalars",
+                bases.len(),
+                scalars.len()
+            )));
         }
         let (bases, scalars) = nonzero(bases, scalars);
         if bases.len() < TINY {

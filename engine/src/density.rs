@@ -9,10 +9,16 @@ pub struct BitVec {
 
 impl BitVec {
     pub fn with_capacity(bits: usize) -> Self {
-        BitVec { words: Vec::with_capacity(bits.div_ceil(64)), len: 0 }
+        BitVec {
+            words: Vec::with_capacity(bits.div_ceil(64)),
+            len: 0,
+        }
     }
     pub fn zeros(len: usize) -> Self {
-        BitVec { words: vec![0; len.div_ceil(64)], len }
+        BitVec {
+            words: vec![0; len.div_ceil(64)],
+            len,
+        }
     }
     /// A bitmap of `len` bits from its words (bits past `len` are cleared, missing words zero).
     pub fn from_words(mut words: Vec<u64>, len: usize) -> Self {

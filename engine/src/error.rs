@@ -5,10 +5,21 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum EngineError {
     #[error("synthesis failed in circuit {circuit}: {source}")]
-    Synthesis { circuit: usize, source: bellperson::SynthesisError },
+    Synthesis {
+        circuit: usize,
+        source: bellperson::SynthesisError,
+    },
 
-    #[error("circuit {circuit} is unsatisfied: constraint {row} has a·b ≠ c (a={a}, b={b}, c={c})")]
-    Unsatisfied { circuit: usize, row: usize, a: String, b: String, c: String },
+    #[error(
+        "circuit {circuit} is unsatisfied: constraint {row} has a·b ≠ c (a={a}, b={b}, c={c})"
+    )]
+    Unsatisfied {
+        circuit: usize,
+        row: usize,
+        a: String,
+        b: String,
+        c: String,
+    },
 
     #[error("circuit {circuit} does not fit the parameters: {what}")]
     ShapeMismatch { circuit: usize, what: String },
@@ -35,7 +46,10 @@ pub enum EngineError {
     RecordingParams { what: String },
 
     #[error("recording file {path}: {what}")]
-    RecordingFile { path: std::path::PathBuf, what: String },
+    RecordingFile {
+        path: std::path::PathBuf,
+        what: String,
+    },
 
     #[error("recording: {what}")]
     Recording { what: String },
@@ -46,5 +60,8 @@ pub enum EngineError {
 
 /// The message of a caught panic (`catch_unwind`'s payload).
 pub fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_else(|| "(no message)".into())
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".into())
 }

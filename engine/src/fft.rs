@@ -73,7 +73,12 @@ impl Domain {
     }
 
     /// `iFFT → coset FFT` of each of a, b, c; `(a·b − c)/Z`; `coset iFFT`; first `n − 1` coefficients.
-    pub fn h_coefficients(&self, mut a: Vec<Scalar>, mut b: Vec<Scalar>, mut c: Vec<Scalar>) -> Vec<Scalar> {
+    pub fn h_coefficients(
+        &self,
+        mut a: Vec<Scalar>,
+        mut b: Vec<Scalar>,
+        mut c: Vec<Scalar>,
+    ) -> Vec<Scalar> {
         for v in [&mut a, &mut b, &mut c] {
             v.resize(self.n, Scalar::ZERO);
             transform(v, &self.inv);
@@ -109,7 +114,12 @@ fn distribute_powers(v: &mut [Scalar], start: Scalar, base: Scalar) {
     distribute_from(v, start, base, |slot, p| *slot *= p);
 }
 
-fn distribute_from(v: &mut [Scalar], start: Scalar, base: Scalar, f: impl Fn(&mut Scalar, Scalar) + Sync) {
+fn distribute_from(
+    v: &mut [Scalar],
+    start: Scalar,
+    base: Scalar,
+    f: impl Fn(&mut Scalar, Scalar) + Sync,
+) {
     const CHUNK: usize = 1 << 12;
     v.par_chunks_mut(CHUNK).enumerate().for_each(|(i, chunk)| {
         let mut p = start * base.pow_vartime([(i * CHUNK) as u64]);
@@ -153,12 +163,14 @@ fn transform(v: &mut [Scalar], tw: &[Scalar]) {
             *lo += t;
         };
         if n / m >= threads * 4 {
-            v.par_chunks_mut(m).with_min_len((4096 / m).max(1)).for_each(|chunk| {
-                let (lo, hi) = chunk.split_at_mut(half);
-                for j in 0..half {
-                    butterfly(j, &mut lo[j], &mut hi[j]);
-                }
-            });
+            v.par_chunks_mut(m)
+                .with_min_len((4096 / m).max(1))
+                .for_each(|chunk| {
+                    let (lo, hi) = chunk.split_at_mut(half);
+                    for j in 0..half {
+                        butterfly(j, &mut lo[j], &mut hi[j]);
+                    }
+                });
         } else {
             for chunk in v.chunks_mut(m) {
                 let (lo, hi) = chunk.split_at_mut(half);

@@ -71,10 +71,12 @@ where
     /// `k · g` for every `k`, in parallel, as affine points (identity for `k = 0`).
     pub fn mul_all(&self, ks: &[Scalar]) -> Vec<G::AffineRepr> {
         let mut out = vec![G::AffineRepr::identity(); ks.len()];
-        out.par_chunks_mut(1024).zip(ks.par_chunks(1024)).for_each(|(o, k)| {
-            let proj: Vec<G> = k.iter().map(|k| self.mul(k)).collect();
-            G::batch_normalize(&proj, o);
-        });
+        out.par_chunks_mut(1024)
+            .zip(ks.par_chunks(1024))
+            .for_each(|(o, k)| {
+                let proj: Vec<G> = k.iter().map(|k| self.mul(k)).collect();
+                G::batch_normalize(&proj, o);
+            });
         out
     }
 }
@@ -93,7 +95,13 @@ mod tests {
         let t1 = FixedBase::new(g1);
         let t2 = FixedBase::new(g2);
         let mut ks: Vec<Scalar> = (0..50).map(|_| Scalar::random(&mut rng)).collect();
-        ks.extend([Scalar::ZERO, Scalar::ONE, -Scalar::ONE, Scalar::from(255u64), Scalar::from(256u64)]);
+        ks.extend([
+            Scalar::ZERO,
+            Scalar::ONE,
+            -Scalar::ONE,
+            Scalar::from(255u64),
+            Scalar::from(256u64),
+        ]);
         let a1 = t1.mul_all(&ks);
         let a2 = t2.mul_all(&ks);
         for (i, k) in ks.iter().enumerate() {

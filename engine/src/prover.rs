@@ -44,7 +44,11 @@ pub struct ProveOptions {
 
 impl Default for ProveOptions {
     fn default() -> Self {
-        ProveOptions { self_verify: true, check_satisfied: true, recorded: RecordOptions::default() }
+        ProveOptions {
+            self_verify: true,
+            check_satisfied: true,
+            recorded: RecordOptions::default(),
+        }
     }
 }
 
@@ -60,9 +64,16 @@ impl Split {
     pub fn new(mut scalars: Vec<Scalar>) -> Split {
         let ones: BitVec = scalars.iter().map(|s| *s == Scalar::ONE).collect();
         if ones.count_ones() > 0 {
-            scalars.par_iter_mut().with_min_len(1 << 12).filter(|s| **s == Scalar::ONE).for_each(|s| *s = Scalar::ZERO);
+            scalars
+                .par_iter_mut()
+                .with_min_len(1 << 12)
+                .filter(|s| **s == Scalar::ONE)
+                .for_each(|s| *s = Scalar::ZERO);
         }
-        Split { tail: scalars, ones }
+        Split {
+            tail: scalars,
+            ones,
+        }
     }
     pub fn len(&self) -> usize {
         self.tail.len()
@@ -103,8 +114,16 @@ pub struct Sums {
 }
 
 /// Checks that `asg` fits `srs`, that it is satisfied, and builds the MSM scalar vectors.
-pub fn prepare(index: usize, asg: Assignment, srs: &Srs, opts: &ProveOptions) -> Result<Prepared, EngineError> {
-    let shape_err = |what: String| EngineError::ShapeMismatch { circuit: index, what };
+pub fn prepare(
+    index: usize,
+    asg: Assignment,
+    srs: &Srs,
+    opts: &ProveOptions,
+) -> Result<Prepared, EngineError> {
+    let shape_err = |what: String| EngineError::ShapeMismatch {
+        circuit: index,
+        what,
+    };
     let n = asg.a.len().next_power_of_two();
     if n != srs.domain_size() {
         return Err(shape_err(format!(
@@ -114,18 +133,32 @@ pub fn prepare(index: usize, asg: Assignment, srs: &Srs, opts: &ProveOptions) ->
         )));
     }
     if asg.inputs.len() != srs.num_inputs() {
-        return Err(shape_err(format!("{} inputs (one included); the parameters have {}", asg.inputs.len(), srs.num_inputs())));
+        return Err(shape_err(format!(
+            "{} inputs (one included); the parameters have {}",
+            asg.inputs.len(),
+            srs.num_inputs()
+        )));
     }
     if asg.aux.len() != srs.l().len() {
-        return Err(shape_err(format!("{} aux variables; the parameters' l has {}", asg.aux.len(), srs.l().len())));
+        return Err(shape_err(format!(
+            "{} aux variables; the parameters' l has {}",
+            asg.aux.len(),
+            srs.l().len()
+        )));
     }
     let a_dense = asg.inputs.len() + asg.a_aux_density.count_ones();
     if a_dense != srs.a().len() {
-        return Err(shape_err(format!("{a_dense} entries dense in A; the parameters' a has {}", srs.a().len())));
+        return Err(shape_err(format!(
+            "{a_dense} entries dense in A; the parameters' a has {}",
+            srs.a().len()
+        )));
     }
     let b_dense = asg.b_input_density.count_ones() + asg.b_aux_density.count_ones();
     if b_dense != srs.b_g1().len() {
-        return Err(shape_err(format!("{b_dense} entries dense in B; the parameters' b_g1 has {}", srs.b_g1().len())));
+        return Err(shape_err(format!(
+            "{b_dense} entries dense in B; the parameters' b_g1 has {}",
+            srs.b_g1().len()
+        )));
     }
     if opts.check_satisfied {
         if let Some(row) = asg.first_unsatisfied() {
@@ -139,7 +172,16 @@ pub fn prepare(index: usize, asg: Assignment, srs: &Srs, opts: &ProveOptions) ->
         }
     }
     let shape = asg.shape();
-    let Assignment { mut a, mut b, mut c, inputs, aux, a_aux_density, b_input_density, b_aux_density } = asg;
+    let Assignment {
+        mut a,
+        mut b,
+        mut c,
+        inputs,
+        aux,
+        a_aux_density,
+        b_input_density,
+        b_aux_density,
+    } = asg;
     // Zero-pad the evaluations to the domain, as the Backend's `compute_h` takes them.
     for v in [&mut a, &mut b, &mut c] {
         v.resize(n, Scalar::ZERO);
@@ -149,28 +191,66 @@ pub fn prepare(index: usize, asg: Assignment, srs: &Srs, opts: &ProveOptions) ->
     a_query.extend(dense(&a_aux_density, &aux));
     let mut b_query = dense(&b_input_density, &inputs);
     b_query.extend(dense(&b_aux_density, &aux));
-    let (l, (a_query, b_query)) = rayon::join(|| Split::new(aux), || rayon::join(|| Split::new(a_query), || Split::new(b_query)));
-    Ok(Prepared { index, a, b, c, l, a_query, b_query, public_inputs: inputs.get(1..).unwrap_or(&[]).to_vec(), shape, msm_chunk: None })
+    let (l, (a_query, b_query)) = rayon::join(
+        || Split::new(aux),
+        || rayon::join(|| Split::new(a_query), || Split::new(b_query)),
+    );
+    Ok(Prepared {
+        index,
+        a,
+        b,
+        c,
+        l,
+        a_query,
+        b_query,
+        public_inputs: inputs.get(1..).unwrap_or(&[]).to_vec(),
+        shape,
+        msm_chunk: None,
+    })
 }
 
 /// Stages, computes and collects one partition on `backend` (the three steps a pipeline runs on
 /// its upload, compute and collector actors).
-pub fn compute(p: Prepared, srs: &Srs, backend: &dyn Backend, t: &mut Timings) -> Result<(Sums, Vec<Scalar>), EngineError> {
-    let staged = if backend.stages_on_device() { backend.stage(&p)? } else { Staged::on_host(p) };
+pub fn compute(
+    p: Prepared,
+    srs: &Srs,
+    backend: &dyn Backend,
+    t: &mut Timings,
+) -> Result<(Sums, Vec<Scalar>), EngineError> {
+    let staged = if backend.stages_on_device() {
+        backend.stage(&p)?
+    } else {
+        Staged::on_host(p)
+    };
     let computed = backend.compute(srs, staged, t)?;
     let inputs = computed.public_inputs.clone();
     Ok((backend.collect(computed, t)?, inputs))
 }
 
 /// The proof from the MSM sums and the randomness `r, s`, exactly as bellperson assembles it.
-pub fn assemble(s: &Sums, vk: &VerifyingKey<Bls12>, r: Scalar, s_: Scalar) -> Result<Proof<Bls12>, EngineError> {
+pub fn assemble(
+    s: &Sums,
+    vk: &VerifyingKey<Bls12>,
+    r: Scalar,
+    s_: Scalar,
+) -> Result<Proof<Bls12>, EngineError> {
     if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
         return Err(EngineError::Other("verifying key has δ at infinity".into()));
     }
     let g_a = vk.delta_g1 * r + vk.alpha_g1 + s.a;
     let g_b = vk.delta_g2 * s_ + vk.beta_g2 + s.b_g2;
-    let g_c = s.a * s_ + s.b_g1 * r + vk.delta_g1 * (r * s_) + vk.alpha_g1 * s_ + vk.beta_g1 * r + s.h + s.l;
-    Ok(Proof { a: g_a.to_affine(), b: g_b.to_affine(), c: g_c.to_affine() })
+    let g_c = s.a * s_
+        + s.b_g1 * r
+        + vk.delta_g1 * (r * s_)
+        + vk.alpha_g1 * s_
+        + vk.beta_g1 * r
+        + s.h
+        + s.l;
+    Ok(Proof {
+        a: g_a.to_affine(),
+        b: g_b.to_affine(),
+        c: g_c.to_affine(),
+    })
 }
 
 /// Proofs of a batch, in partition order, with the public inputs they verify against.
@@ -204,27 +284,55 @@ pub struct Prover<'a> {
 
 impl<'a> Prover<'a> {
     pub fn new(srs: &'a Srs, backend: &'a dyn Backend) -> Self {
-        Prover { srs, backend, opts: ProveOptions::default(), recordings: RecordingCache::global() }
+        Prover {
+            srs,
+            backend,
+            opts: ProveOptions::default(),
+            recordings: RecordingCache::global(),
+        }
     }
 
     /// Proves with caller-chosen randomness: `r_s[i], s_s[i]` for partition `i`.
-    pub fn prove<C: Circuit<Scalar> + Send>(&self, circuits: Vec<C>, r_s: &[Scalar], s_s: &[Scalar]) -> Result<ProofBatch, EngineError> {
+    pub fn prove<C: Circuit<Scalar> + Send>(
+        &self,
+        circuits: Vec<C>,
+        r_s: &[Scalar],
+        s_s: &[Scalar],
+    ) -> Result<ProofBatch, EngineError> {
         if r_s.len() != circuits.len() || s_s.len() != circuits.len() {
-            return Err(EngineError::Other(format!("{} circuits but {} r and {} s values", circuits.len(), r_s.len(), s_s.len())));
+            return Err(EngineError::Other(format!(
+                "{} circuits but {} r and {} s values",
+                circuits.len(),
+                r_s.len(),
+                s_s.len()
+            )));
         }
         let total = Instant::now();
         let mut t = Timings::default();
         let start = Instant::now();
         // The parameters fix the shape exactly: reserve it up front.
-        let hint = Shape { constraints: self.srs.domain_size(), inputs: self.srs.num_inputs(), aux: self.srs.l().len() };
+        let hint = Shape {
+            constraints: self.srs.domain_size(),
+            inputs: self.srs.num_inputs(),
+            aux: self.srs.l().len(),
+        };
         let assignments = if self.opts.recorded.enabled {
-            self.recordings.synthesize_batch(self.srs, circuits, &self.opts.recorded)?
+            self.recordings
+                .synthesize_batch(self.srs, circuits, &self.opts.recorded)?
         } else {
             synthesize_batch(circuits, hint)?
         };
         t.synth_ms = ms(start);
-        let verifier = if self.opts.self_verify { Some(Verifier::new(self.srs.vk())) } else { None };
-        let mut batch = ProofBatch { proofs: Vec::new(), public_inputs: Vec::new(), timings: Timings::default() };
+        let verifier = if self.opts.self_verify {
+            Some(Verifier::new(self.srs.vk()))
+        } else {
+            None
+        };
+        let mut batch = ProofBatch {
+            proofs: Vec::new(),
+            public_inputs: Vec::new(),
+            timings: Timings::default(),
+        };
         for (i, asg) in assignments.into_iter().enumerate() {
             let start = Instant::now();
             let prepared = prepare(i, asg, self.srs, &self.opts)?;
@@ -249,9 +357,17 @@ impl<'a> Prover<'a> {
     }
 
     /// Proves with `r, s` drawn from `rng`.
-    pub fn prove_random<C: Circuit<Scalar> + Send>(&self, circuits: Vec<C>, rng: &mut dyn RngCore) -> Result<ProofBatch, EngineError> {
-        let r_s: Vec<Scalar> = (0..circuits.len()).map(|_| Scalar::random(&mut *rng)).collect();
-        let s_s: Vec<Scalar> = (0..circuits.len()).map(|_| Scalar::random(&mut *rng)).collect();
+    pub fn prove_random<C: Circuit<Scalar> + Send>(
+        &self,
+        circuits: Vec<C>,
+        rng: &mut dyn RngCore,
+    ) -> Result<ProofBatch, EngineError> {
+        let r_s: Vec<Scalar> = (0..circuits.len())
+            .map(|_| Scalar::random(&mut *rng))
+            .collect();
+        let s_s: Vec<Scalar> = (0..circuits.len())
+            .map(|_| Scalar::random(&mut *rng))
+            .collect();
         self.prove(circuits, &r_s, &s_s)
     }
 }

@@ -75,7 +75,11 @@ impl ConstraintSystem<Scalar> for Counter {
         self.constraints += 1;
         if let Some(d) = &mut self.densities {
             mark(&a(LinearCombination::zero()), None, &mut d.a_aux);
-            mark(&b(LinearCombination::zero()), Some(&mut d.b_input), &mut d.b_aux);
+            mark(
+                &b(LinearCombination::zero()),
+                Some(&mut d.b_input),
+                &mut d.b_aux,
+            );
         }
     }
     fn push_namespace<NR: Into<String>, N: FnOnce() -> NR>(&mut self, _: N) {}
@@ -87,7 +91,10 @@ impl ConstraintSystem<Scalar> for Counter {
 
 /// `(inputs, aux, constraints)` of a circuit, `one` and the input rows included.
 pub fn count<C: Circuit<Scalar>>(circuit: C) -> Result<(usize, usize, usize), SynthesisError> {
-    let mut c = Counter { inputs: 1, ..Default::default() };
+    let mut c = Counter {
+        inputs: 1,
+        ..Default::default()
+    };
     circuit.synthesize(&mut c)?;
     Ok((c.inputs, c.aux, c.constraints + c.inputs))
 }
@@ -109,7 +116,11 @@ pub struct LayoutCounts {
 
 /// Counts `circuit` and its A and B densities, as bellperson's setup lays out its parameters.
 pub fn layout<C: Circuit<Scalar>>(circuit: C) -> Result<LayoutCounts, SynthesisError> {
-    let mut c = Counter { inputs: 1, densities: Some(Densities::default()), ..Default::default() };
+    let mut c = Counter {
+        inputs: 1,
+        densities: Some(Densities::default()),
+        ..Default::default()
+    };
     circuit.synthesize(&mut c)?;
     let d = c.densities.unwrap_or_default();
     let ones = |v: &[bool]| v.iter().filter(|b| **b).count();
@@ -167,10 +178,16 @@ impl ConstraintSystem<Scalar> for Evaluator<'_> {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        for v in [&mut self.q.u_inputs, &mut self.q.v_inputs, &mut self.q.w_inputs] {
+        for v in [
+            &mut self.q.u_inputs,
+            &mut self.q.v_inputs,
+            &mut self.q.w_inputs,
+        ] {
             v.push(Scalar::ZERO);
         }
-        Ok(Variable::new_unchecked(Index::Input(self.q.u_inputs.len() - 1)))
+        Ok(Variable::new_unchecked(Index::Input(
+            self.q.u_inputs.len() - 1,
+        )))
     }
     fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
     where
@@ -182,9 +199,24 @@ impl ConstraintSystem<Scalar> for Evaluator<'_> {
     {
         let l = self.lagrange[self.row];
         let q = &mut self.q;
-        acc(&a(LinearCombination::zero()), l, &mut q.u_inputs, &mut q.u_aux);
-        acc(&b(LinearCombination::zero()), l, &mut q.v_inputs, &mut q.v_aux);
-        acc(&c(LinearCombination::zero()), l, &mut q.w_inputs, &mut q.w_aux);
+        acc(
+            &a(LinearCombination::zero()),
+            l,
+            &mut q.u_inputs,
+            &mut q.u_aux,
+        );
+        acc(
+            &b(LinearCombination::zero()),
+            l,
+            &mut q.v_inputs,
+            &mut q.v_aux,
+        );
+        acc(
+            &c(LinearCombination::zero()),
+            l,
+            &mut q.w_inputs,
+            &mut q.w_aux,
+        );
         self.row += 1;
     }
     fn push_namespace<NR: Into<String>, N: FnOnce() -> NR>(&mut self, _: N) {}
@@ -196,18 +228,34 @@ impl ConstraintSystem<Scalar> for Evaluator<'_> {
 
 /// Evaluates every variable's QAP polynomials at the point whose Lagrange coefficients over the
 /// domain are `lagrange` (at least as many as the circuit's rows).
-pub fn evaluate<C: Circuit<Scalar>>(circuit: C, lagrange: &[Scalar], shape: (usize, usize)) -> Result<QapAt, SynthesisError> {
+pub fn evaluate<C: Circuit<Scalar>>(
+    circuit: C,
+    lagrange: &[Scalar],
+    shape: (usize, usize),
+) -> Result<QapAt, SynthesisError> {
     let (inputs, aux) = shape;
     let with = |n| Vec::with_capacity(n);
     let mut e = Evaluator {
         lagrange,
         row: 0,
-        q: QapAt { u_inputs: with(inputs), v_inputs: with(inputs), w_inputs: with(inputs), u_aux: with(aux), v_aux: with(aux), w_aux: with(aux) },
+        q: QapAt {
+            u_inputs: with(inputs),
+            v_inputs: with(inputs),
+            w_inputs: with(inputs),
+            u_aux: with(aux),
+            v_aux: with(aux),
+            w_aux: with(aux),
+        },
     };
     e.alloc_input(|| "one", || Ok(Scalar::ONE))?;
     circuit.synthesize(&mut e)?;
     for i in 0..e.q.u_inputs.len() {
-        e.enforce(|| "", |lc| lc + Variable::new_unchecked(Index::Input(i)), |lc| lc, |lc| lc);
+        e.enforce(
+            || "",
+            |lc| lc + Variable::new_unchecked(Index::Input(i)),
+            |lc| lc,
+            |lc| lc,
+        );
     }
     Ok(e.q)
 }

@@ -32,7 +32,10 @@ fn synth_err(source: SynthesisError) -> EngineError {
 
 /// Parameters for `circuit` from trapdoors drawn from `rng` (bellperson's order: g1, g2, α, β,
 /// γ, δ, τ).
-pub fn generate_with<C: Circuit<Scalar> + Clone>(circuit: C, rng: &mut dyn RngCore) -> Result<Parameters<Bls12>, EngineError> {
+pub fn generate_with<C: Circuit<Scalar> + Clone>(
+    circuit: C,
+    rng: &mut dyn RngCore,
+) -> Result<Parameters<Bls12>, EngineError> {
     let g1 = G1Projective::random(&mut *rng);
     let g2 = G2Projective::random(&mut *rng);
     let alpha = Scalar::random(&mut *rng);
@@ -43,9 +46,12 @@ pub fn generate_with<C: Circuit<Scalar> + Clone>(circuit: C, rng: &mut dyn RngCo
 
     let (inputs, aux, rows) = count(circuit.clone()).map_err(synth_err)?;
     let n = rows.max(1).next_power_of_two();
-    let domain = Domain::new(n).ok_or_else(|| synth_err(SynthesisError::PolynomialDegreeTooLarge))?;
-    let gamma_inv = Option::<Scalar>::from(gamma.invert()).ok_or_else(|| synth_err(SynthesisError::UnexpectedIdentity))?;
-    let delta_inv = Option::<Scalar>::from(delta.invert()).ok_or_else(|| synth_err(SynthesisError::UnexpectedIdentity))?;
+    let domain =
+        Domain::new(n).ok_or_else(|| synth_err(SynthesisError::PolynomialDegreeTooLarge))?;
+    let gamma_inv = Option::<Scalar>::from(gamma.invert())
+        .ok_or_else(|| synth_err(SynthesisError::UnexpectedIdentity))?;
+    let delta_inv = Option::<Scalar>::from(delta.invert())
+        .ok_or_else(|| synth_err(SynthesisError::UnexpectedIdentity))?;
 
     let mut powers = vec![Scalar::ZERO; n];
     powers.par_chunks_mut(4096).enumerate().for_each(|(i, c)| {
@@ -60,7 +66,10 @@ pub fn generate_with<C: Circuit<Scalar> + Clone>(circuit: C, rng: &mut dyn RngCo
 
     // H: τ^i · Z(τ) / δ for i < n − 1.
     let z_over_delta = (tau.pow_vartime([n as u64]) - Scalar::ONE) * delta_inv;
-    let h_exps: Vec<Scalar> = powers[..n - 1].par_iter().map(|p| *p * z_over_delta).collect();
+    let h_exps: Vec<Scalar> = powers[..n - 1]
+        .par_iter()
+        .map(|p| *p * z_over_delta)
+        .collect();
     let h = t1.mul_all(&h_exps);
     drop(h_exps);
 
@@ -74,14 +83,30 @@ pub fn generate_with<C: Circuit<Scalar> + Clone>(circuit: C, rng: &mut dyn RngCo
     u.extend_from_slice(&q.u_aux);
     let mut v = q.v_inputs.clone();
     v.extend_from_slice(&q.v_aux);
-    let a: Vec<G1Affine> = t1.mul_all(&u).into_iter().filter(|p| !bool::from(p.is_identity())).collect();
-    let b_g1: Vec<G1Affine> = t1.mul_all(&v).into_iter().filter(|p| !bool::from(p.is_identity())).collect();
-    let b_g2: Vec<G2Affine> = t2.mul_all(&v).into_iter().filter(|p| !bool::from(p.is_identity())).collect();
+    let a: Vec<G1Affine> = t1
+        .mul_all(&u)
+        .into_iter()
+        .filter(|p| !bool::from(p.is_identity()))
+        .collect();
+    let b_g1: Vec<G1Affine> = t1
+        .mul_all(&v)
+        .into_iter()
+        .filter(|p| !bool::from(p.is_identity()))
+        .collect();
+    let b_g2: Vec<G2Affine> = t2
+        .mul_all(&v)
+        .into_iter()
+        .filter(|p| !bool::from(p.is_identity()))
+        .collect();
     drop((u, v));
 
     // IC (inputs, over γ) and L (aux, over δ): (β·u + α·v + w) / γ or δ.
     let ext = |us: &[Scalar], vs: &[Scalar], ws: &[Scalar], inv: Scalar| -> Vec<Scalar> {
-        us.par_iter().zip(vs.par_iter()).zip(ws.par_iter()).map(|((u, v), w)| (*u * beta + *v * alpha + w) * inv).collect()
+        us.par_iter()
+            .zip(vs.par_iter())
+            .zip(ws.par_iter())
+            .map(|((u, v), w)| (*u * beta + *v * alpha + w) * inv)
+            .collect()
     };
     let ic = t1.mul_all(&ext(&q.u_inputs, &q.v_inputs, &q.w_inputs, gamma_inv));
     let l = t1.mul_all(&ext(&q.u_aux, &q.v_aux, &q.w_aux, delta_inv));
@@ -99,23 +124,38 @@ pub fn generate_with<C: Circuit<Scalar> + Clone>(circuit: C, rng: &mut dyn RngCo
         delta_g2: (g2a * delta).to_affine(),
         ic,
     };
-    Ok(Parameters { vk, h: Arc::new(h), l: Arc::new(l), a: Arc::new(a), b_g1: Arc::new(b_g1), b_g2: Arc::new(b_g2) })
+    Ok(Parameters {
+        vk,
+        h: Arc::new(h),
+        l: Arc::new(l),
+        a: Arc::new(a),
+        b_g1: Arc::new(b_g1),
+        b_g2: Arc::new(b_g2),
+    })
 }
 
 /// Parameters for `circuit` from an RNG seeded by `seed` (ChaCha20).
-pub fn generate<C: Circuit<Scalar> + Clone>(circuit: C, seed: u64) -> Result<Parameters<Bls12>, EngineError> {
+pub fn generate<C: Circuit<Scalar> + Clone>(
+    circuit: C,
+    seed: u64,
+) -> Result<Parameters<Bls12>, EngineError> {
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     generate_with(circuit, &mut rng)
 }
 
 /// Writes parameters for `circuit` (seeded by `seed`) to `path` unless the file exists; returns
 /// whether they were generated now.
-pub fn ensure_params<C: Circuit<Scalar> + Clone>(path: &Path, circuit: C, seed: u64) -> Result<bool, EngineError> {
+pub fn ensure_params<C: Circuit<Scalar> + Clone>(
+    path: &Path,
+    circuit: C,
+    seed: u64,
+) -> Result<bool, EngineError> {
     if path.exists() {
         return Ok(false);
     }
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| EngineError::Other(format!("{}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| EngineError::Other(format!("{}: {e}", dir.display())))?;
     }
     write_params(path, &generate(circuit, seed)?)?;
     Ok(true)
@@ -123,7 +163,12 @@ pub fn ensure_params<C: Circuit<Scalar> + Clone>(path: &Path, circuit: C, seed: 
 
 /// Opens the parameters at `path`, generating and writing them first if the file is absent.
 /// Returns the opened set and whether it was generated now.
-pub fn open_or_generate<C: Circuit<Scalar> + Clone>(path: &Path, circuit: C, seed: u64, opts: &OpenOptions) -> Result<(Srs, bool), EngineError> {
+pub fn open_or_generate<C: Circuit<Scalar> + Clone>(
+    path: &Path,
+    circuit: C,
+    seed: u64,
+    opts: &OpenOptions,
+) -> Result<(Srs, bool), EngineError> {
     let generated = ensure_params(path, circuit, seed)?;
     Ok((Srs::open(path, opts)?, generated))
 }

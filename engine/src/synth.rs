@@ -54,7 +54,11 @@ impl Assignment {
     }
 
     pub fn shape(&self) -> Shape {
-        Shape { constraints: self.a.len(), inputs: self.inputs.len(), aux: self.aux.len() }
+        Shape {
+            constraints: self.a.len(),
+            inputs: self.inputs.len(),
+            aux: self.aux.len(),
+        }
     }
 
     /// The public inputs a verifier is given (all inputs but `one`).
@@ -82,7 +86,11 @@ fn eval(
     let mut acc = Scalar::ZERO;
     for (&i, coeff) in lc.iter_inputs() {
         if !bool::from(coeff.is_zero()) {
-            acc += if *coeff == Scalar::ONE { inputs[i] } else { inputs[i] * coeff };
+            acc += if *coeff == Scalar::ONE {
+                inputs[i]
+            } else {
+                inputs[i] * coeff
+            };
             if let Some(d) = input_density.as_deref_mut() {
                 d.set(i);
             }
@@ -90,7 +98,11 @@ fn eval(
     }
     for (&i, coeff) in lc.iter_aux() {
         if !bool::from(coeff.is_zero()) {
-            acc += if *coeff == Scalar::ONE { aux[i] } else { aux[i] * coeff };
+            acc += if *coeff == Scalar::ONE {
+                aux[i]
+            } else {
+                aux[i] * coeff
+            };
             if let Some(d) = aux_density.as_deref_mut() {
                 d.set(i);
             }
@@ -140,8 +152,20 @@ impl ConstraintSystem<Scalar> for Assignment {
         let a = a(LinearCombination::zero());
         let b = b(LinearCombination::zero());
         let c = c(LinearCombination::zero());
-        let va = eval(&a, &self.inputs, &self.aux, None, Some(&mut self.a_aux_density));
-        let vb = eval(&b, &self.inputs, &self.aux, Some(&mut self.b_input_density), Some(&mut self.b_aux_density));
+        let va = eval(
+            &a,
+            &self.inputs,
+            &self.aux,
+            None,
+            Some(&mut self.a_aux_density),
+        );
+        let vb = eval(
+            &b,
+            &self.inputs,
+            &self.aux,
+            Some(&mut self.b_input_density),
+            Some(&mut self.b_aux_density),
+        );
         let vc = eval(&c, &self.inputs, &self.aux, None, None);
         self.a.push(va);
         self.b.push(vb);
@@ -169,37 +193,55 @@ impl ConstraintSystem<Scalar> for Assignment {
         self.a_aux_density.extend_from(&other.a_aux_density, false);
         // The other system's input 0 is its own `one`: a use of it in B is a use of ours (as
         // bellperson's `DensityTracker::extend` coalesces it); the rest are appended.
-        if other.b_input_density.len() > 0 && other.b_input_density.get(0) && self.b_input_density.len() > 0 {
+        if other.b_input_density.len() > 0
+            && other.b_input_density.get(0)
+            && self.b_input_density.len() > 0
+        {
             self.b_input_density.set(0);
         }
-        self.b_input_density.extend_from(&other.b_input_density, true);
+        self.b_input_density
+            .extend_from(&other.b_input_density, true);
         self.b_aux_density.extend_from(&other.b_aux_density, false);
         self.a.extend_from_slice(&other.a);
         self.b.extend_from_slice(&other.b);
         self.c.extend_from_slice(&other.c);
         // The other system's input 0 is its own temporary `one`.
-        self.inputs.extend_from_slice(other.inputs.get(1..).unwrap_or(&[]));
+        self.inputs
+            .extend_from_slice(other.inputs.get(1..).unwrap_or(&[]));
         self.aux.extend_from_slice(&other.aux);
     }
 }
 
 /// Synthesizes one circuit, reserving for `shape` (pass `Shape::default()` when unknown).
-pub fn synthesize<C: Circuit<Scalar>>(circuit: C, shape: Shape) -> Result<Assignment, SynthesisError> {
+pub fn synthesize<C: Circuit<Scalar>>(
+    circuit: C,
+    shape: Shape,
+) -> Result<Assignment, SynthesisError> {
     let mut cs = Assignment::with_shape(shape);
     cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
     circuit.synthesize(&mut cs)?;
     for i in 0..cs.inputs.len() {
-        cs.enforce(|| "", |lc| lc + Variable::new_unchecked(Index::Input(i)), |lc| lc, |lc| lc);
+        cs.enforce(
+            || "",
+            |lc| lc + Variable::new_unchecked(Index::Input(i)),
+            |lc| lc,
+            |lc| lc,
+        );
     }
     Ok(cs)
 }
 
 /// Synthesizes the partitions of a batch in parallel, reserving memory for `hint` (the shape of
 /// an earlier partition of the same circuit type; `Shape::default()` when unknown).
-pub fn synthesize_batch<C: Circuit<Scalar> + Send>(circuits: Vec<C>, hint: Shape) -> Result<Vec<Assignment>, EngineError> {
+pub fn synthesize_batch<C: Circuit<Scalar> + Send>(
+    circuits: Vec<C>,
+    hint: Shape,
+) -> Result<Vec<Assignment>, EngineError> {
     circuits
         .into_par_iter()
         .enumerate()
-        .map(|(i, c)| synthesize(c, hint).map_err(|source| EngineError::Synthesis { circuit: i, source }))
+        .map(|(i, c)| {
+            synthesize(c, hint).map_err(|source| EngineError::Synthesis { circuit: i, source })
+        })
         .collect()
 }

@@ -36,20 +36,39 @@ fn msm_matches_double_and_add() {
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     let cpu = CpuBackend::new();
     for n in [0usize, 1, 2, 3, 31, 100, 257] {
-        let mut g1: Vec<G1Affine> = (0..n).map(|_| G1Projective::random(&mut rng).to_affine()).collect();
-        let mut g2: Vec<G2Affine> = (0..n).map(|_| G2Projective::random(&mut rng).to_affine()).collect();
+        let mut g1: Vec<G1Affine> = (0..n)
+            .map(|_| G1Projective::random(&mut rng).to_affine())
+            .collect();
+        let mut g2: Vec<G2Affine> = (0..n)
+            .map(|_| G2Projective::random(&mut rng).to_affine())
+            .collect();
         if n > 4 {
             g1[3] = g1[4]; // duplicate bases
             g2[3] = g2[4];
             g1[1] = G1Affine::identity(); // the point at infinity
             g2[1] = G2Affine::identity();
         }
-        for scalars in [edge_scalars(&mut rng, n), vec![Scalar::ZERO; n], (0..n).map(|_| Scalar::random(&mut rng)).collect()] {
-            assert_eq!(cpu.msm_g1(&g1, &scalars).unwrap(), naive_g1(&g1, &scalars), "G1 n={n}");
-            assert_eq!(cpu.msm_g2(&g2, &scalars).unwrap(), naive_g2(&g2, &scalars), "G2 n={n}");
+        for scalars in [
+            edge_scalars(&mut rng, n),
+            vec![Scalar::ZERO; n],
+            (0..n).map(|_| Scalar::random(&mut rng)).collect(),
+        ] {
+            assert_eq!(
+                cpu.msm_g1(&g1, &scalars).unwrap(),
+                naive_g1(&g1, &scalars),
+                "G1 n={n}"
+            );
+            assert_eq!(
+                cpu.msm_g2(&g2, &scalars).unwrap(),
+                naive_g2(&g2, &scalars),
+                "G2 n={n}"
+            );
         }
     }
-    assert!(cpu.msm_g1(&[], &[Scalar::ONE]).is_err(), "length mismatch must be an error");
+    assert!(
+        cpu.msm_g1(&[], &[Scalar::ONE]).is_err(),
+        "length mismatch must be an error"
+    );
 }
 
 #[test]
@@ -57,8 +76,12 @@ fn split_then_batch_add_equals_msm() {
     let mut rng = ChaCha8Rng::seed_from_u64(2);
     let cpu = CpuBackend::new();
     for n in [1usize, 64, 65, 500, 1000] {
-        let g1: Vec<G1Affine> = (0..n).map(|_| G1Projective::random(&mut rng).to_affine()).collect();
-        let g2: Vec<G2Affine> = (0..n).map(|_| G2Projective::random(&mut rng).to_affine()).collect();
+        let g1: Vec<G1Affine> = (0..n)
+            .map(|_| G1Projective::random(&mut rng).to_affine())
+            .collect();
+        let g2: Vec<G2Affine> = (0..n)
+            .map(|_| G2Projective::random(&mut rng).to_affine())
+            .collect();
         let scalars: Vec<Scalar> = (0..n)
             .map(|_| match rng.gen_range(0..10) {
                 0..=3 => Scalar::ZERO,
@@ -67,15 +90,24 @@ fn split_then_batch_add_equals_msm() {
             })
             .collect();
         let split = Split::new(scalars.clone());
-        assert_eq!(split.ones.count_ones(), scalars.iter().filter(|s| **s == Scalar::ONE).count());
+        assert_eq!(
+            split.ones.count_ones(),
+            scalars.iter().filter(|s| **s == Scalar::ONE).count()
+        );
         assert!(split.tail.iter().all(|s| *s != Scalar::ONE));
-        let g1_sum = cpu.msm_g1(&g1, &split.tail).unwrap() + cpu.batch_add_g1(&g1, split.ones.words()).unwrap();
+        let g1_sum = cpu.msm_g1(&g1, &split.tail).unwrap()
+            + cpu.batch_add_g1(&g1, split.ones.words()).unwrap();
         assert_eq!(g1_sum, naive_g1(&g1, &scalars), "G1 n={n}");
-        let g2_sum = cpu.msm_g2(&g2, &split.tail).unwrap() + cpu.batch_add_g2(&g2, split.ones.words()).unwrap();
+        let g2_sum = cpu.msm_g2(&g2, &split.tail).unwrap()
+            + cpu.batch_add_g2(&g2, split.ones.words()).unwrap();
         assert_eq!(g2_sum, naive_g2(&g2, &scalars), "G2 n={n}");
     }
     let none = BitVec::zeros(10);
-    assert_eq!(cpu.batch_add_g1(&[G1Affine::generator(); 10], none.words()).unwrap(), G1Projective::identity());
+    assert_eq!(
+        cpu.batch_add_g1(&[G1Affine::generator(); 10], none.words())
+            .unwrap(),
+        G1Projective::identity()
+    );
 }
 
 #[test]
@@ -83,8 +115,19 @@ fn h_matches_bellperson_domain() {
     let mut rng = ChaCha8Rng::seed_from_u64(3);
     let cpu = CpuBackend::new();
     let worker = Worker::new();
-    for (len, n) in [(1usize, 1usize), (2, 2), (3, 4), (100, 128), (1000, 1024), (5000, 8192)] {
-        let v = |rng: &mut ChaCha8Rng| (0..len).map(|_| Scalar::random(&mut *rng)).collect::<Vec<_>>();
+    for (len, n) in [
+        (1usize, 1usize),
+        (2, 2),
+        (3, 4),
+        (100, 128),
+        (1000, 1024),
+        (5000, 8192),
+    ] {
+        let v = |rng: &mut ChaCha8Rng| {
+            (0..len)
+                .map(|_| Scalar::random(&mut *rng))
+                .collect::<Vec<_>>()
+        };
         let (a, b, c) = (v(&mut rng), v(&mut rng), v(&mut rng));
         let ours = cpu.compute_h(a.clone(), b.clone(), c.clone()).unwrap();
 

@@ -11,10 +11,10 @@
 //! indexing are checked on every machine, and a change to them can be tried here before it costs
 //! device time. (The GPU tests run the same code on the device.)
 
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, OnceLock};
 
 use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
@@ -29,7 +29,13 @@ use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
 /// The tuning switches of the headers (each variant is checked like the default build).
-const VARIANTS: [&str; 5] = ["", "-DCUZK_MUL_ALT=0", "-DCUZK_MUL_ALT=0 -DCUZK_FR_FAST_REDUCE=1", "-DCUZK_FP_MUL_CALL=1", "-DCUZK_FP_SQR=1"];
+const VARIANTS: [&str; 5] = [
+    "",
+    "-DCUZK_MUL_ALT=0",
+    "-DCUZK_MUL_ALT=0 -DCUZK_FR_FAST_REDUCE=1",
+    "-DCUZK_FP_MUL_CALL=1",
+    "-DCUZK_FP_SQR=1",
+];
 
 /// The NTT program: the field headers, `bitrev.cuh`, `cuda-src/ntt.cu` (every block's threads run
 /// concurrently: `kernels_shim.h`, `launch_blocks`) and `h.cu`, and `ntt_driver.cpp`.
@@ -45,7 +51,16 @@ const NTT: &[&str] = &[
 ];
 
 /// The field and curve program: the headers and `driver.cpp`.
-const MATH: &[&str] = &["tests/host_math/shim.h", "../cuda-src/field.cuh", "../cuda-src/fr.cuh", "../cuda-src/fr52.cuh", "../cuda-src/fp.cuh", "../cuda-src/fp2.cuh", "../cuda-src/curve.cuh", "tests/host_math/driver.cpp"];
+const MATH: &[&str] = &[
+    "tests/host_math/shim.h",
+    "../cuda-src/field.cuh",
+    "../cuda-src/fr.cuh",
+    "../cuda-src/fr52.cuh",
+    "../cuda-src/fp.cuh",
+    "../cuda-src/fp2.cuh",
+    "../cuda-src/curve.cuh",
+    "tests/host_math/driver.cpp",
+];
 /// The MSM program: the headers, `cuda-src/msm.cu` and `batch_add.cu` with their launches
 /// emulated one thread at a time (`kernels_shim.h`), and `msm_driver.cpp`.
 const MSM: &[&str] = &[
@@ -66,13 +81,24 @@ const MSM: &[&str] = &[
 fn program(parts: &'static [&'static str], flags: &'static str) -> Option<PathBuf> {
     type Built = HashMap<(usize, &'static str), Option<PathBuf>>;
     static P: OnceLock<Mutex<Built>> = OnceLock::new();
-    let mut built = P.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
-    built.entry((parts.as_ptr() as usize, flags)).or_insert_with(|| build(parts, flags)).clone()
+    let mut built = P
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    built
+        .entry((parts.as_ptr() as usize, flags))
+        .or_insert_with(|| build(parts, flags))
+        .clone()
 }
 
 fn build(parts: &[&str], flags: &str) -> Option<PathBuf> {
     let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
-    if Command::new(&cxx).arg("--version").output().map(|o| !o.status.success()).unwrap_or(true) {
+    if Command::new(&cxx)
+        .arg("--version")
+        .output()
+        .map(|o| !o.status.success())
+        .unwrap_or(true)
+    {
         eprintln!("SKIPPED cuda_math_on_host: no C++ compiler ({cxx})");
         return None;
     }
@@ -81,7 +107,8 @@ fn build(parts: &[&str], flags: &str) -> Option<PathBuf> {
     for f in parts {
         // A kernel's `extern __shared__` array is the driver's global array on the host (the
         // shim makes other `__shared__` arrays function-local statics).
-        let text = std::fs::read_to_string(root.join(f)).unwrap_or_else(|e| panic!("reading {f}: {e}"));
+        let text =
+            std::fs::read_to_string(root.join(f)).unwrap_or_else(|e| panic!("reading {f}: {e}"));
         src.push_str(&text.replace("extern __shared__", "extern"));
         src.push('\n');
     }
@@ -96,17 +123,29 @@ fn build(parts: &[&str], flags: &str) -> Option<PathBuf> {
         return Some(exe);
     }
     let pid = std::process::id();
-    let (cpp, tmp) = (dir.join(format!("math-{pid}.cpp")), dir.join(format!("math-{pid}.exe")));
+    let (cpp, tmp) = (
+        dir.join(format!("math-{pid}.cpp")),
+        dir.join(format!("math-{pid}.exe")),
+    );
     std::fs::write(&cpp, src).unwrap();
     let out = Command::new(&cxx)
-        .args(["-std=c++17", "-O1", "-frounding-math", "-Wno-unknown-pragmas"])
+        .args([
+            "-std=c++17",
+            "-O1",
+            "-frounding-math",
+            "-Wno-unknown-pragmas",
+        ])
         .args(flags.split_whitespace())
         .arg("-o")
         .arg(&tmp)
         .arg(&cpp)
         .output()
         .expect("running the C++ compiler");
-    assert!(out.status.success(), "the CUDA headers do not build for the host ({flags}):\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "the CUDA headers do not build for the host ({flags}):\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let _ = std::fs::remove_file(&cpp);
     std::fs::rename(&tmp, &exe).unwrap();
     Some(exe)
@@ -115,7 +154,11 @@ fn build(parts: &[&str], flags: &str) -> Option<PathBuf> {
 /// Runs the host program `exe` on `request` (its stdin); returns its stdout, after checking that
 /// it succeeded (`what` names the request in the failure).
 fn exchange(exe: &Path, request: &[u8], what: &str) -> Vec<u8> {
-    let mut child = Command::new(exe).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("starting the host program");
+    let mut child = Command::new(exe)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("starting the host program");
     child.stdin.take().unwrap().write_all(request).unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{what}");
@@ -129,14 +172,27 @@ fn le_words(words: &[u32]) -> Vec<u8> {
 
 /// One request: `kind`, `op`, `n` values of `a` and of `b`; returns the n results' bytes.
 fn run(exe: &Path, kind: u32, op: u32, n: usize, a: &[u8], b: &[u8], out_bytes: usize) -> Vec<u8> {
-    let req = [le_words(&[kind, op]), (n as u64).to_le_bytes().to_vec(), a.to_vec(), b.to_vec()].concat();
-    let out = exchange(exe, &req, &format!("host program failed on kind {kind} op {op}"));
+    let req = [
+        le_words(&[kind, op]),
+        (n as u64).to_le_bytes().to_vec(),
+        a.to_vec(),
+        b.to_vec(),
+    ]
+    .concat();
+    let out = exchange(
+        exe,
+        &req,
+        &format!("host program failed on kind {kind} op {op}"),
+    );
     assert_eq!(out.len(), n * out_bytes);
     out
 }
 
 fn rng() -> ChaCha20Rng {
-    let seed = std::env::var("CUZK_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| rand::thread_rng().next_u64());
+    let seed = std::env::var("CUZK_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| rand::thread_rng().next_u64());
     eprintln!("cuda_math_on_host: seed {seed}");
     ChaCha20Rng::seed_from_u64(seed)
 }
@@ -148,15 +204,39 @@ fn with_edges<T: Copy>(mut v: Vec<T>, edges: &[T]) -> Vec<T> {
     v
 }
 
-fn check_field<T: Field + Copy + std::fmt::Debug>(exe: &Path, kind: u32, name: &str, a: &[T], b: &[T]) {
+fn check_field<T: Field + Copy + std::fmt::Debug>(
+    exe: &Path,
+    kind: u32,
+    name: &str,
+    a: &[T],
+    b: &[T],
+) {
     type Op<T> = fn(&T, &T) -> T;
-    let ops: [Op<T>; 5] = [|x, y| *x + y, |x, y| *x - y, |x, y| *x * y, |x, _| x.square(), |x, _| -*x];
+    let ops: [Op<T>; 5] = [
+        |x, y| *x + y,
+        |x, y| *x - y,
+        |x, y| *x * y,
+        |x, _| x.square(),
+        |x, _| -*x,
+    ];
     let size = std::mem::size_of::<T>();
     for (op, f) in ops.iter().enumerate() {
-        let got = run(exe, kind, op as u32, a.len(), as_bytes(a), as_bytes(b), size);
+        let got = run(
+            exe,
+            kind,
+            op as u32,
+            a.len(),
+            as_bytes(a),
+            as_bytes(b),
+            size,
+        );
         for (i, (x, y)) in a.iter().zip(b).enumerate() {
             let want = f(x, y);
-            assert_eq!(&got[i * size..(i + 1) * size], as_bytes(std::slice::from_ref(&want)), "{name} op {op} at {i}: {x:?}, {y:?}");
+            assert_eq!(
+                &got[i * size..(i + 1) * size],
+                as_bytes(std::slice::from_ref(&want)),
+                "{name} op {op} at {i}: {x:?}, {y:?}"
+            );
         }
     }
 }
@@ -164,7 +244,9 @@ fn check_field<T: Field + Copy + std::fmt::Debug>(exe: &Path, kind: u32, name: &
 #[test]
 fn field_arithmetic_matches_blstrs() {
     for flags in VARIANTS {
-        let Some(exe) = program(MATH, flags) else { return };
+        let Some(exe) = program(MATH, flags) else {
+            return;
+        };
         eprintln!("variant [{flags}]");
         check_fields(&exe);
     }
@@ -174,28 +256,54 @@ fn check_fields(exe: &Path) {
     let exe = exe.to_path_buf();
     let mut rng = rng();
     let n = 1000;
-    let fa = with_edges((0..n).map(|_| Scalar::random(&mut rng)).collect(), &[Scalar::ZERO, Scalar::ONE, -Scalar::ONE, -Scalar::ONE]);
-    let fb = with_edges((0..n).map(|_| Scalar::random(&mut rng)).collect(), &[-Scalar::ONE, Scalar::ZERO, -Scalar::ONE, Scalar::ONE]);
+    let fa = with_edges(
+        (0..n).map(|_| Scalar::random(&mut rng)).collect(),
+        &[Scalar::ZERO, Scalar::ONE, -Scalar::ONE, -Scalar::ONE],
+    );
+    let fb = with_edges(
+        (0..n).map(|_| Scalar::random(&mut rng)).collect(),
+        &[-Scalar::ONE, Scalar::ZERO, -Scalar::ONE, Scalar::ONE],
+    );
     check_field(&exe, 0, "Fr", &fa, &fb);
     let canon = run(&exe, 0, 5, n, as_bytes(&fa), as_bytes(&fb), 32);
     for (i, x) in fa.iter().enumerate() {
-        assert_eq!(&canon[32 * i..32 * i + 32], &x.to_repr()[..], "Fr from_mont at {i}");
+        assert_eq!(
+            &canon[32 * i..32 * i + 32],
+            &x.to_repr()[..],
+            "Fr from_mont at {i}"
+        );
     }
     // The FP64-pipe product (fr52.cuh): one product, and three fed back unreduced.
     for (op, pow) in [(0u32, 1u64), (1, 3)] {
         let got = run(&exe, 5, op, n, as_bytes(&fa), as_bytes(&fb), 32);
         for (i, (x, y)) in fa.iter().zip(&fb).enumerate() {
             let want = *x * y.pow_vartime([pow]);
-            assert_eq!(&got[32 * i..32 * i + 32], as_bytes(std::slice::from_ref(&want)), "Fr52 x·y^{pow} at {i}: {x:?}, {y:?}");
+            assert_eq!(
+                &got[32 * i..32 * i + 32],
+                as_bytes(std::slice::from_ref(&want)),
+                "Fr52 x·y^{pow} at {i}: {x:?}, {y:?}"
+            );
         }
     }
-    let pa = with_edges((0..n).map(|_| Fp::random(&mut rng)).collect(), &[Fp::ZERO, Fp::ONE, -Fp::ONE, -Fp::ONE]);
-    let pb = with_edges((0..n).map(|_| Fp::random(&mut rng)).collect(), &[-Fp::ONE, Fp::ZERO, -Fp::ONE, Fp::ONE]);
+    let pa = with_edges(
+        (0..n).map(|_| Fp::random(&mut rng)).collect(),
+        &[Fp::ZERO, Fp::ONE, -Fp::ONE, -Fp::ONE],
+    );
+    let pb = with_edges(
+        (0..n).map(|_| Fp::random(&mut rng)).collect(),
+        &[-Fp::ONE, Fp::ZERO, -Fp::ONE, Fp::ONE],
+    );
     check_field(&exe, 1, "Fp", &pa, &pb);
     // (-1, -1): the Karatsuba sums c0 + c1 reach 2p - 2, the most an unreduced sum may hold.
     let m1 = Fp2::new(-Fp::ONE, -Fp::ONE);
-    let qa: Vec<Fp2> = with_edges((0..n).map(|_| Fp2::random(&mut rng)).collect(), &[Fp2::ZERO, Fp2::ONE, -Fp2::ONE, m1, m1]);
-    let qb: Vec<Fp2> = with_edges((0..n).map(|_| Fp2::random(&mut rng)).collect(), &[-Fp2::ONE, Fp2::ZERO, -Fp2::ONE, m1, Fp2::ONE]);
+    let qa: Vec<Fp2> = with_edges(
+        (0..n).map(|_| Fp2::random(&mut rng)).collect(),
+        &[Fp2::ZERO, Fp2::ONE, -Fp2::ONE, m1, m1],
+    );
+    let qb: Vec<Fp2> = with_edges(
+        (0..n).map(|_| Fp2::random(&mut rng)).collect(),
+        &[-Fp2::ONE, Fp2::ZERO, -Fp2::ONE, m1, Fp2::ONE],
+    );
     check_field(&exe, 2, "Fp2", &qa, &qb);
 }
 
@@ -226,13 +334,28 @@ macro_rules! check_curve {
         pts[4] = -acc[4]; // A − A = ∞
         let coords = |p: &$proj| -> Option<($fq, $fq)> {
             let a: $aff = p.to_affine();
-            if bool::from(a.is_identity()) { None } else { Some((a.x(), a.y())) }
+            if bool::from(a.is_identity()) {
+                None
+            } else {
+                Some((a.x(), a.y()))
+            }
         };
-        let a_bytes: Vec<$fq> = acc.iter().flat_map(|p| xyzz(coords(p), &mut *$rng)).collect();
+        let a_bytes: Vec<$fq> = acc
+            .iter()
+            .flat_map(|p| xyzz(coords(p), &mut *$rng))
+            .collect();
         let aff: Vec<$aff> = pts.iter().map(|p| p.to_affine()).collect();
-        let b_xyzz: Vec<$fq> = pts.iter().flat_map(|p| xyzz(coords(p), &mut *$rng)).collect();
+        let b_xyzz: Vec<$fq> = pts
+            .iter()
+            .flat_map(|p| xyzz(coords(p), &mut *$rng))
+            .collect();
         let w = 4 * std::mem::size_of::<$fq>();
-        for (op, b) in [(0u32, as_bytes(&aff)), (1, as_bytes(&b_xyzz)), (2, as_bytes(&aff)), (3, as_bytes(&aff))] {
+        for (op, b) in [
+            (0u32, as_bytes(&aff)),
+            (1, as_bytes(&b_xyzz)),
+            (2, as_bytes(&aff)),
+            (3, as_bytes(&aff)),
+        ] {
             let got = run($exe, $kind, op, n, as_bytes(&a_bytes), b, w);
             for i in 0..n {
                 let want = match op {
@@ -240,7 +363,12 @@ macro_rules! check_curve {
                     2 => acc[i].double(),
                     _ => pts[i].double(),
                 };
-                assert_eq!($from(&got[i * w..(i + 1) * w]), want, "{} op {op} at {i}", $name);
+                assert_eq!(
+                    $from(&got[i * w..(i + 1) * w]),
+                    want,
+                    "{} op {op} at {i}",
+                    $name
+                );
             }
         }
     }};
@@ -248,18 +376,45 @@ macro_rules! check_curve {
 
 #[test]
 fn curve_arithmetic_matches_blstrs() {
-    for flags in ["", "-DCUZK_MUL_ALT=0", "-DCUZK_FP_MUL_CALL=1", "-DCUZK_FP_SQR=1"] {
-        let Some(exe) = program(MATH, flags) else { return };
+    for flags in [
+        "",
+        "-DCUZK_MUL_ALT=0",
+        "-DCUZK_FP_MUL_CALL=1",
+        "-DCUZK_FP_SQR=1",
+    ] {
+        let Some(exe) = program(MATH, flags) else {
+            return;
+        };
         eprintln!("variant [{flags}]");
         let mut rng = rng();
-        check_curve!(&exe, &mut rng, 3, G1Projective, G1Affine, Fp, g1_from_xyzz, "G1");
-        check_curve!(&exe, &mut rng, 4, G2Projective, G2Affine, Fp2, g2_from_xyzz, "G2");
+        check_curve!(
+            &exe,
+            &mut rng,
+            3,
+            G1Projective,
+            G1Affine,
+            Fp,
+            g1_from_xyzz,
+            "G1"
+        );
+        check_curve!(
+            &exe,
+            &mut rng,
+            4,
+            G2Projective,
+            G2Affine,
+            Fp2,
+            g2_from_xyzz,
+            "G2"
+        );
     }
 }
 
 /// `Σ_w 2^(c·w) · windows[w]`.
 fn combine<G: Group>(windows: Vec<G>, c: u32) -> G {
-    windows.into_iter().rev().fold(G::identity(), |acc, w| (0..c).fold(acc, |a, _| a.double()) + w)
+    windows.into_iter().rev().fold(G::identity(), |acc, w| {
+        (0..c).fold(acc, |a, _| a.double()) + w
+    })
 }
 
 /// The words of MSM steps for the host program (`msm_driver.cpp`): tag, a, b each.
@@ -284,16 +439,44 @@ fn msm_step_words(steps: &[MsmStep]) -> Vec<u32> {
 /// list (`MsmPlan::steps_with`), the sort in one pass or in two, against blstrs. The windows go
 /// two a launch (the device groups them by L2 size; this covers the grouping); kind 5 (lockstep)
 /// takes the serial fix-up and the others the tree fold first, so both stay covered.
-fn host_msm(exe: &Path, curve: u32, c: u32, per: u32, two_pass: bool, bases: &[u8], scalars: &[Scalar]) -> Vec<u8> {
+fn host_msm(
+    exe: &Path,
+    curve: u32,
+    c: u32,
+    per: u32,
+    two_pass: bool,
+    bases: &[u8],
+    scalars: &[Scalar],
+) -> Vec<u8> {
     let n = scalars.len();
-    let plan = MsmPlan::with_window(n as u64, if curve == 2 { Kind::G2 } else { Kind::G1 }, c).with_share(per);
+    let plan = MsmPlan::with_window(n as u64, if curve == 2 { Kind::G2 } else { Kind::G1 }, c)
+        .with_share(per);
     let steps = plan.steps_with(2, two_pass, curve != 5);
-    let head = [per, plan.segments, plan.sort_bin_bits(), plan.windows, steps.len() as u32];
-    let req = [le_words(&[curve, c]), (n as u64).to_le_bytes().to_vec(), le_words(&head), le_words(&msm_step_words(&steps)), bases.to_vec(),
-               as_bytes(scalars).to_vec()]
+    let head = [
+        per,
+        plan.segments,
+        plan.sort_bin_bits(),
+        plan.windows,
+        steps.len() as u32,
+    ];
+    let req = [
+        le_words(&[curve, c]),
+        (n as u64).to_le_bytes().to_vec(),
+        le_words(&head),
+        le_words(&msm_step_words(&steps)),
+        bases.to_vec(),
+        as_bytes(scalars).to_vec(),
+    ]
     .concat();
-    let out = exchange(exe, &req, &format!("host MSM failed (curve {curve}, c = {c}, {per} per thread)"));
-    assert_eq!(out.len(), plan.windows as usize * if curve == 2 { 384 } else { 192 });
+    let out = exchange(
+        exe,
+        &req,
+        &format!("host MSM failed (curve {curve}, c = {c}, {per} per thread)"),
+    );
+    assert_eq!(
+        out.len(),
+        plan.windows as usize * if curve == 2 { 384 } else { 192 }
+    );
     out
 }
 
@@ -335,14 +518,31 @@ fn msm_kernels_match_blstrs_on_the_host() {
         for two_pass in [false, true] {
             let raw = host_msm(&exe, 2, c, per, two_pass, as_bytes(&bases), &s);
             let got = combine(raw.chunks_exact(384).map(g2_from_xyzz).collect(), c);
-            assert_eq!(got, want, "G2 MSM on the host (two-pass sort {two_pass}), c = {c}, {per} points per thread");
+            assert_eq!(
+                got, want,
+                "G2 MSM on the host (two-pass sort {two_pass}), c = {c}, {per} points per thread"
+            );
         }
     }
 }
 
 /// Batch addition and the fold on the host: the sum of the bases whose bit is set.
-fn host_batch_add(exe: &Path, curve: u32, wpt: u32, bases: &[u8], bits: &[u64], n: usize) -> Vec<u8> {
-    let req = [le_words(&[curve + 2, 0]), (n as u64).to_le_bytes().to_vec(), le_words(&[wpt]), bases.to_vec(), as_bytes(bits).to_vec()].concat();
+fn host_batch_add(
+    exe: &Path,
+    curve: u32,
+    wpt: u32,
+    bases: &[u8],
+    bits: &[u64],
+    n: usize,
+) -> Vec<u8> {
+    let req = [
+        le_words(&[curve + 2, 0]),
+        (n as u64).to_le_bytes().to_vec(),
+        le_words(&[wpt]),
+        bases.to_vec(),
+        as_bytes(bits).to_vec(),
+    ]
+    .concat();
     exchange(exe, &req, "host batch addition failed")
 }
 
@@ -360,24 +560,36 @@ fn batch_addition_matches_blstrs_on_the_host() {
         let bases: Vec<G1Affine> = pts.iter().map(|p| p.to_affine()).collect();
         let mut bits: Vec<u64> = (0..n.div_ceil(64)).map(|_| rng.next_u64()).collect();
         bits[0] |= 0xff; // the planted cases are selected
-        // Bits past n are set too: they must be ignored.
+                         // Bits past n are set too: they must be ignored.
         if n % 64 != 0 {
             *bits.last_mut().unwrap() |= !0u64 << (n % 64);
         }
-        let want: G1Projective = (0..n).filter(|&i| bits[i / 64] >> (i % 64) & 1 == 1).map(|i| pts[i]).sum();
+        let want: G1Projective = (0..n)
+            .filter(|&i| bits[i / 64] >> (i % 64) & 1 == 1)
+            .map(|i| pts[i])
+            .sum();
         for wpt in [1u32, 3, 64] {
             let got = g1_from_xyzz(&host_batch_add(&exe, 1, wpt, as_bytes(&bases), &bits, n));
-            assert_eq!(got, want, "G1 batch addition of {n} points, {wpt} words per thread");
+            assert_eq!(
+                got, want,
+                "G1 batch addition of {n} points, {wpt} words per thread"
+            );
         }
     }
     let n: usize = 300;
     let pts: Vec<G2Projective> = (0..n).map(|_| G2Projective::random(&mut rng)).collect();
     let bases: Vec<G2Affine> = pts.iter().map(|p| p.to_affine()).collect();
     let bits: Vec<u64> = (0..n.div_ceil(64)).map(|_| rng.next_u64()).collect();
-    let want: G2Projective = (0..n).filter(|&i| bits[i / 64] >> (i % 64) & 1 == 1).map(|i| pts[i]).sum();
-    assert_eq!(g2_from_xyzz(&host_batch_add(&exe, 2, 2, as_bytes(&bases), &bits, n)), want, "G2 batch addition");
+    let want: G2Projective = (0..n)
+        .filter(|&i| bits[i / 64] >> (i % 64) & 1 == 1)
+        .map(|i| pts[i])
+        .sum();
+    assert_eq!(
+        g2_from_xyzz(&host_batch_add(&exe, 2, 2, as_bytes(&bases), &bits, n)),
+        want,
+        "G2 batch addition"
+    );
 }
-
 
 /// One launch of the NTT program (`ntt_driver.cpp`) over its buffers A, B, C.
 enum Op {
@@ -391,19 +603,52 @@ enum Op {
 }
 
 /// `launches` of one transform of buffer `x` (a `natural` pass writing buffer `out`, 3: none).
-fn pass_ops(launches: Vec<cuzk_engine::gpu::ntt::PassLaunch>, dif: bool, inverse: bool, x: u32, out: u32) -> Vec<Op> {
-    launches.into_iter().map(|l| Op::Pass(l, dif, inverse, x, if l.natural { out } else { 3 })).collect()
+fn pass_ops(
+    launches: Vec<cuzk_engine::gpu::ntt::PassLaunch>,
+    dif: bool,
+    inverse: bool,
+    x: u32,
+    out: u32,
+) -> Vec<Op> {
+    launches
+        .into_iter()
+        .map(|l| Op::Pass(l, dif, inverse, x, if l.natural { out } else { 3 }))
+        .collect()
 }
 
 /// The passes of one transform of buffer `x`, as the device runs them.
-fn ntt_ops(log_n: u32, kernel: cuzk_engine::gpu::ntt::NttKernel, dif: bool, inverse: bool, x: u32) -> Vec<Op> {
-    pass_ops(cuzk_engine::gpu::ntt::pass_launches(log_n, dif, kernel), dif, inverse, x, 3)
+fn ntt_ops(
+    log_n: u32,
+    kernel: cuzk_engine::gpu::ntt::NttKernel,
+    dif: bool,
+    inverse: bool,
+    x: u32,
+) -> Vec<Op> {
+    pass_ops(
+        cuzk_engine::gpu::ntt::pass_launches(log_n, dif, kernel),
+        dif,
+        inverse,
+        x,
+        3,
+    )
 }
 
 /// The passes of a natural-order transform of buffer `x` into buffer `out`, as the device runs
 /// them (`ntt::natural_launches`).
-fn natural_ops(log_n: u32, kernel: cuzk_engine::gpu::ntt::NttKernel, inverse: bool, x: u32, out: u32) -> Vec<Op> {
-    pass_ops(cuzk_engine::gpu::ntt::natural_launches(log_n, kernel), true, inverse, x, out)
+fn natural_ops(
+    log_n: u32,
+    kernel: cuzk_engine::gpu::ntt::NttKernel,
+    inverse: bool,
+    x: u32,
+    out: u32,
+) -> Vec<Op> {
+    pass_ops(
+        cuzk_engine::gpu::ntt::natural_launches(log_n, kernel),
+        true,
+        inverse,
+        x,
+        out,
+    )
 }
 
 /// Runs `ops` in the NTT program on A, B, C (2^log_n each) with the H step's tables for 2^log_n;
@@ -415,10 +660,29 @@ fn run_ntt_program(exe: &Path, log_n: u32, ops: &[Op], bufs: [&[Scalar]; 3]) -> 
     let mut req = le_words(&[log_n, ops.len() as u32]);
     for op in ops {
         req.extend(match *op {
-            Op::Pass(l, dif, inverse, x, out) => {
-                le_words(&[0, l.kernel as u32, l.blocks as u32, l.threads, l.smem, l.b, l.t, l.lg_l, l.lg_s, u32::from(dif), u32::from(inverse), x, out])
-            }
-            Op::Scale(out, input, to, rev, perm) => le_words(&[1, out, input, u32::from(!to), u32::from(rev), u32::from(perm)]),
+            Op::Pass(l, dif, inverse, x, out) => le_words(&[
+                0,
+                l.kernel as u32,
+                l.blocks as u32,
+                l.threads,
+                l.smem,
+                l.b,
+                l.t,
+                l.lg_l,
+                l.lg_s,
+                u32::from(dif),
+                u32::from(inverse),
+                x,
+                out,
+            ]),
+            Op::Scale(out, input, to, rev, perm) => le_words(&[
+                1,
+                out,
+                input,
+                u32::from(!to),
+                u32::from(rev),
+                u32::from(perm),
+            ]),
             Op::Quotient => le_words(&[2]),
         });
     }
@@ -442,7 +706,9 @@ fn run_ntt_program(exe: &Path, log_n: u32, ops: &[Op], bufs: [&[Scalar]; 3]) -> 
 
 /// Index of the first element where `got` (Montgomery bytes) differs from `want`.
 fn first_difference(got: &[u8], want: &[Scalar]) -> Option<usize> {
-    got.chunks_exact(32).zip(as_bytes(want).chunks_exact(32)).position(|(g, w)| g != w)
+    got.chunks_exact(32)
+        .zip(as_bytes(want).chunks_exact(32))
+        .position(|(g, w)| g != w)
 }
 
 /// The NTT pass kernels (cuda-src/ntt.cu: `ntt_pass`, `ntt_pass_v2` and `ntt_twiddles`) under the
@@ -474,12 +740,26 @@ fn ntt_kernels_match_the_cpu_fft_on_the_host() {
     let mut shapes = HashSet::new();
     for &(log_n, kernel, dif, _) in &cases {
         for l in pass_launches(log_n, dif, kernel) {
-            if l.kernel == NttKernel::V2 && l.threads == 128 && l.t + l.lg_l + l.lg_s == 10 && (l.t == 8 || l.t == 9) {
-                shapes.insert((l.t, (((1u32 << l.t) - 1) << l.lg_l) > 512, l.lg_l > 0, l.lg_s > 0));
+            if l.kernel == NttKernel::V2
+                && l.threads == 128
+                && l.t + l.lg_l + l.lg_s == 10
+                && (l.t == 8 || l.t == 9)
+            {
+                shapes.insert((
+                    l.t,
+                    (((1u32 << l.t) - 1) << l.lg_l) > 512,
+                    l.lg_l > 0,
+                    l.lg_s > 0,
+                ));
             }
         }
     }
-    for want in [(8, true, true, false), (8, false, false, true), (9, true, true, false), (9, false, false, true)] {
+    for want in [
+        (8, true, true, false),
+        (8, false, false, true),
+        (9, true, true, false),
+        (9, false, false, true),
+    ] {
         assert!(shapes.contains(&want), "no case reaches the radix-8 v2 block (t, wide twiddle rows, low indices, groups) = {want:?}: {shapes:?}");
     }
     for (log_n, kernel, dif, inverse) in cases {
@@ -487,7 +767,12 @@ fn ntt_kernels_match_the_cpu_fft_on_the_host() {
         let x: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
         let input = if dif { x.clone() } else { bitrev(&x) };
         let zero = vec![Scalar::ZERO; n];
-        let out = run_ntt_program(&exe, log_n, &ntt_ops(log_n, kernel, dif, inverse, 0), [&input, &zero, &zero]);
+        let out = run_ntt_program(
+            &exe,
+            log_n,
+            &ntt_ops(log_n, kernel, dif, inverse, 0),
+            [&input, &zero, &zero],
+        );
         // The CPU transform in natural order; the inverse without 1/n.
         let mut want = x.clone();
         let d = Domain::new(n).unwrap();
@@ -505,7 +790,12 @@ fn ntt_kernels_match_the_cpu_fft_on_the_host() {
             pass_launches(log_n, dif, kernel));
         // The natural-order transform (`ntt_natural`): the last pass writes B bit-reversed.
         if dif && log_n > 0 {
-            let out = run_ntt_program(&exe, log_n, &natural_ops(log_n, kernel, inverse, 0, 1), [&x, &zero, &zero]);
+            let out = run_ntt_program(
+                &exe,
+                log_n,
+                &natural_ops(log_n, kernel, inverse, 0, 1),
+                [&x, &zero, &zero],
+            );
             let bad = first_difference(&out[1], &natural);
             assert!(bad.is_none(), "natural-order 2^{log_n} {kernel:?} inverse={inverse}: first wrong element {bad:?} (launches {:?})",
                 natural_launches(log_n, kernel));
@@ -516,7 +806,15 @@ fn ntt_kernels_match_the_cpu_fft_on_the_host() {
 /// `v` in bit-reversed index order.
 fn bitrev(v: &[Scalar]) -> Vec<Scalar> {
     let bits = v.len().trailing_zeros();
-    (0..v.len()).map(|i| v[if bits == 0 { 0 } else { i.reverse_bits() >> (usize::BITS - bits) }]).collect()
+    (0..v.len())
+        .map(|i| {
+            v[if bits == 0 {
+                0
+            } else {
+                i.reverse_bits() >> (usize::BITS - bits)
+            }]
+        })
+        .collect()
 }
 
 /// The fused H step as the device runs it (`h::h_steps`, each transform's `pass_launches`, the
@@ -529,27 +827,58 @@ fn h_step_matches_the_cpu_on_the_host() {
     use cuzk_engine::gpu::ntt::NttKernel;
     let Some(exe) = program(NTT, "") else { return };
     let mut rng = rng();
-    for (log_n, kernel) in [(1u32, None), (4, None), (11, None), (13, Some(NttKernel::V2)), (16, Some(NttKernel::V2))] {
+    for (log_n, kernel) in [
+        (1u32, None),
+        (4, None),
+        (11, None),
+        (13, Some(NttKernel::V2)),
+        (16, Some(NttKernel::V2)),
+    ] {
         let kernel = kernel.unwrap_or(NttKernel::for_size(log_n));
         let n = 1usize << log_n;
-        let [a, b, c]: [Vec<Scalar>; 3] = std::array::from_fn(|_| (0..n).map(|_| Scalar::random(&mut rng)).collect());
+        let [a, b, c]: [Vec<Scalar>; 3] =
+            std::array::from_fn(|_| (0..n).map(|_| Scalar::random(&mut rng)).collect());
         let mut ops = Vec::new();
         for step in h_steps() {
             match step {
-                HStep::Ntt { x, dif, inverse } => ops.extend(ntt_ops(log_n, kernel, dif, inverse, x as u32)),
-                HStep::Scale { out, input, to_coset, rev_in, out_perm } => ops.push(Op::Scale(out as u32, input as u32, to_coset, rev_in, out_perm)),
+                HStep::Ntt { x, dif, inverse } => {
+                    ops.extend(ntt_ops(log_n, kernel, dif, inverse, x as u32))
+                }
+                HStep::Scale {
+                    out,
+                    input,
+                    to_coset,
+                    rev_in,
+                    out_perm,
+                } => ops.push(Op::Scale(
+                    out as u32,
+                    input as u32,
+                    to_coset,
+                    rev_in,
+                    out_perm,
+                )),
                 HStep::Quotient => ops.push(Op::Quotient),
             }
         }
         let out = run_ntt_program(&exe, log_n, &ops, [&a, &b, &c]);
         let want = Domain::new(n).unwrap().h_coefficients(a, b, c);
         let bad = first_difference(&out[1][..32 * (n - 1)], &want);
-        assert!(bad.is_none(), "H step at 2^{log_n} with {kernel:?}: first wrong coefficient {bad:?}");
+        assert!(
+            bad.is_none(),
+            "H step at 2^{log_n} with {kernel:?}: first wrong coefficient {bad:?}"
+        );
     }
 }
 
 /// The recorded products' program: the Fr headers, `cuda-src/spmv.cu` and `spmv_driver.cpp`.
-const SPMV: &[&str] = &["tests/host_math/shim.h", "tests/host_math/kernels_shim.h", "../cuda-src/field.cuh", "../cuda-src/fr.cuh", "../cuda-src/spmv.cu", "tests/host_math/spmv_driver.cpp"];
+const SPMV: &[&str] = &[
+    "tests/host_math/shim.h",
+    "tests/host_math/kernels_shim.h",
+    "../cuda-src/field.cuh",
+    "../cuda-src/fr.cuh",
+    "../cuda-src/spmv.cu",
+    "tests/host_math/spmv_driver.cpp",
+];
 
 /// Random rows over `vars` variables and 3 inputs: each term's coefficient is ±1, ±2, another
 /// small integer (up to the class's largest), a general value, or zero; some rows are empty; the
@@ -563,11 +892,20 @@ struct RandomRows {
 }
 
 impl bellperson::Circuit<Scalar> for RandomRows {
-    fn synthesize<CS: bellperson::ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), bellperson::SynthesisError> {
+    fn synthesize<CS: bellperson::ConstraintSystem<Scalar>>(
+        self,
+        cs: &mut CS,
+    ) -> Result<(), bellperson::SynthesisError> {
         use cuzk_engine::recorded::coeff::SMALL_MAX;
         use rand::Rng;
         let mut rng = ChaCha20Rng::seed_from_u64(self.seed);
-        let value = |rng: &mut ChaCha20Rng| if self.zero_witness { Scalar::ZERO } else { Scalar::random(rng) };
+        let value = |rng: &mut ChaCha20Rng| {
+            if self.zero_witness {
+                Scalar::ZERO
+            } else {
+                Scalar::random(rng)
+            }
+        };
         let mut vars = Vec::new();
         for i in 0..3 {
             let v = value(&mut rng);
@@ -588,7 +926,17 @@ impl bellperson::Circuit<Scalar> for RandomRows {
                 for _ in 0..terms {
                     let v = vars[rng.gen_range(0..vars.len())];
                     let small = Scalar::from(rng.gen_range(3..=SMALL_MAX as u64));
-                    let c = [Scalar::ONE, -Scalar::ONE, Scalar::from(2u64), -Scalar::from(2u64), small, -small, Scalar::random(&mut rng), Scalar::ZERO, Scalar::from(SMALL_MAX as u64)][rng.gen_range(0..9)];
+                    let c = [
+                        Scalar::ONE,
+                        -Scalar::ONE,
+                        Scalar::from(2u64),
+                        -Scalar::from(2u64),
+                        small,
+                        -small,
+                        Scalar::random(&mut rng),
+                        Scalar::ZERO,
+                        Scalar::from(SMALL_MAX as u64),
+                    ][rng.gen_range(0..9)];
                     lc = lc + (c, v);
                 }
                 lcs.push(lc);
@@ -605,28 +953,66 @@ fn recorded_products_match_the_cpu_on_the_host() {
     use cuzk_engine::recorded::record;
     let Some(exe) = program(SPMV, "") else { return };
     let seed = rng().next_u64();
-    for (rows, vars, zero_witness) in [(0, 0, false), (1, 1, false), (300, 50, false), (200, 40, true)] {
-        let circuit = RandomRows { seed, rows, vars, zero_witness };
+    for (rows, vars, zero_witness) in [
+        (0, 0, false),
+        (1, 1, false),
+        (300, 50, false),
+        (200, 40, true),
+    ] {
+        let circuit = RandomRows {
+            seed,
+            rows,
+            vars,
+            zero_witness,
+        };
         let (rec, values) = record(circuit, true, 0).unwrap();
         let (inputs, aux) = values.unwrap();
         let asg = rec.assignment((inputs.clone(), aux.clone()), 0).unwrap();
         let w: Vec<Scalar> = inputs.iter().chain(&aux).copied().collect();
         for (m, want) in [&asg.a, &asg.b, &asg.c].into_iter().enumerate() {
             let (ptr, ent) = (rec.row_ptr(m), rec.entries(m));
-            let hdr = [0, rec.counts().rows(), w.len(), ent.len(), rec.table().len()].map(|n| n as u64);
-            let req = [as_bytes(&hdr), as_bytes(ptr), as_bytes(ent), as_bytes(rec.table()), as_bytes(&w)].concat();
+            let hdr = [
+                0,
+                rec.counts().rows(),
+                w.len(),
+                ent.len(),
+                rec.table().len(),
+            ]
+            .map(|n| n as u64);
+            let req = [
+                as_bytes(&hdr),
+                as_bytes(ptr),
+                as_bytes(ent),
+                as_bytes(rec.table()),
+                as_bytes(&w),
+            ]
+            .concat();
             let got = exchange(&exe, &req, &format!("spmv of {} rows", hdr[1]));
-            assert_eq!(got, as_bytes(want), "matrix {m} of {rows} random rows (seed {seed}, zero witness {zero_witness})");
+            assert_eq!(
+                got,
+                as_bytes(want),
+                "matrix {m} of {rows} random rows (seed {seed}, zero witness {zero_witness})"
+            );
         }
         // The row check (random rows are not satisfied: against c = a·b): none unsatisfied, then
         // the first of two planted bad rows.
         let n = asg.a.len();
         let ok: Vec<Scalar> = asg.a.iter().zip(&asg.b).map(|(a, b)| a * b).collect();
         let first_bad = |c: &[Scalar]| {
-            let req = [as_bytes(&[1u64, n as u64]), as_bytes(&asg.a), as_bytes(&asg.b), as_bytes(c)].concat();
+            let req = [
+                as_bytes(&[1u64, n as u64]),
+                as_bytes(&asg.a),
+                as_bytes(&asg.b),
+                as_bytes(c),
+            ]
+            .concat();
             u64::from_le_bytes(exchange(&exe, &req, "row check").try_into().unwrap())
         };
-        assert_eq!(first_bad(&ok), n as u64, "a satisfied system has no bad row");
+        assert_eq!(
+            first_bad(&ok),
+            n as u64,
+            "a satisfied system has no bad row"
+        );
         if n > 3 {
             let mut c = ok.clone();
             c[n - 1] += Scalar::ONE;
@@ -635,7 +1021,12 @@ fn recorded_products_match_the_cpu_on_the_host() {
         }
         if zero_witness {
             let circuit_rows = [&asg.a, &asg.b, &asg.c].map(|v| &v[..rows]);
-            assert!(circuit_rows.iter().all(|v| v.iter().all(|x| bool::from(x.is_zero()))), "zero witness, non-zero product");
+            assert!(
+                circuit_rows
+                    .iter()
+                    .all(|v| v.iter().all(|x| bool::from(x.is_zero()))),
+                "zero witness, non-zero product"
+            );
         }
     }
 }

@@ -10,12 +10,28 @@ use ff::{Field, PrimeField};
 use gpu_util::*;
 
 /// Runs `kernel(out, a, b, threads, arg)` on `threads` threads; returns `out` (as long as `a`).
-fn launch<T: Copy + Default>(dev: &GpuDevice, kernel: &str, a: &[T], b: &[T], threads: u64, arg: u32) -> Vec<T> {
+fn launch<T: Copy + Default>(
+    dev: &GpuDevice,
+    kernel: &str,
+    a: &[T],
+    b: &[T],
+    threads: u64,
+    arg: u32,
+) -> Vec<T> {
     let da = dev.upload(as_bytes(a), "a").unwrap();
     let db = dev.upload(as_bytes(b), "b").unwrap();
     let out = dev.alloc(std::mem::size_of_val(a), "out").unwrap();
     let f = || -> cuzk_engine::gpu::Result<()> {
-        cuzk_engine::gpu_launch!(dev, kernel, grid(threads, 128), &out.ptr(), &da.ptr(), &db.ptr(), &threads, &arg)
+        cuzk_engine::gpu_launch!(
+            dev,
+            kernel,
+            grid(threads, 128),
+            &out.ptr(),
+            &da.ptr(),
+            &db.ptr(),
+            &threads,
+            &arg
+        )
     };
     f().unwrap();
     let mut r = vec![T::default(); a.len()];
@@ -39,15 +55,29 @@ fn with_edges<T: Copy>(mut v: Vec<T>, edges: [T; 3]) -> Vec<T> {
 
 #[test]
 fn field_arithmetic_matches_blstrs() {
-    let Some(b) = backend("field_arithmetic_matches_blstrs") else { return };
+    let Some(b) = backend("field_arithmetic_matches_blstrs") else {
+        return;
+    };
     let dev = b.device();
     let mut rng = rng("field_arithmetic_matches_blstrs");
     let n = 4099;
 
-    let fa = with_edges(scalars(&mut rng, n), [Scalar::ZERO, Scalar::ONE, -Scalar::ONE]);
-    let fb = with_edges(scalars(&mut rng, n), [-Scalar::ONE, Scalar::ZERO, -Scalar::ONE]);
+    let fa = with_edges(
+        scalars(&mut rng, n),
+        [Scalar::ZERO, Scalar::ONE, -Scalar::ONE],
+    );
+    let fb = with_edges(
+        scalars(&mut rng, n),
+        [-Scalar::ONE, Scalar::ZERO, -Scalar::ONE],
+    );
     type Op<T> = fn(&T, &T) -> T;
-    let fr_ops: [Op<Scalar>; 5] = [|x, y| x + y, |x, y| x - y, |x, y| x * y, |x, _| x.square(), |x, _| -x];
+    let fr_ops: [Op<Scalar>; 5] = [
+        |x, y| x + y,
+        |x, y| x - y,
+        |x, y| x * y,
+        |x, _| x.square(),
+        |x, _| -x,
+    ];
     for (op, f) in fr_ops.iter().enumerate() {
         let got = run(dev, "arith_fr", &fa, &fb, op as u32);
         for i in 0..n {
@@ -61,9 +91,21 @@ fn field_arithmetic_matches_blstrs() {
     }
 
     let rp = |rng: &mut rand_chacha::ChaCha20Rng| Fp::random(&mut *rng);
-    let pa = with_edges((0..n).map(|_| rp(&mut rng)).collect(), [Fp::ZERO, Fp::ONE, -Fp::ONE]);
-    let pb = with_edges((0..n).map(|_| rp(&mut rng)).collect(), [-Fp::ONE, Fp::ZERO, -Fp::ONE]);
-    let fp_ops: [Op<Fp>; 5] = [|x, y| x + y, |x, y| x - y, |x, y| x * y, |x, _| x.square(), |x, _| -x];
+    let pa = with_edges(
+        (0..n).map(|_| rp(&mut rng)).collect(),
+        [Fp::ZERO, Fp::ONE, -Fp::ONE],
+    );
+    let pb = with_edges(
+        (0..n).map(|_| rp(&mut rng)).collect(),
+        [-Fp::ONE, Fp::ZERO, -Fp::ONE],
+    );
+    let fp_ops: [Op<Fp>; 5] = [
+        |x, y| x + y,
+        |x, y| x - y,
+        |x, y| x * y,
+        |x, _| x.square(),
+        |x, _| -x,
+    ];
     for (op, f) in fp_ops.iter().enumerate() {
         let got = run(dev, "arith_fp", &pa, &pb, op as u32);
         for i in 0..n {
@@ -73,7 +115,13 @@ fn field_arithmetic_matches_blstrs() {
 
     let qa: Vec<Fp2> = (0..n).map(|i| Fp2::new(pa[i], pb[n - 1 - i])).collect();
     let qb: Vec<Fp2> = (0..n).map(|i| Fp2::new(pb[i], pa[(i * 7) % n])).collect();
-    let fp2_ops: [Op<Fp2>; 5] = [|x, y| x + y, |x, y| x - y, |x, y| x * y, |x, _| x.square(), |x, _| -x];
+    let fp2_ops: [Op<Fp2>; 5] = [
+        |x, y| x + y,
+        |x, y| x - y,
+        |x, y| x * y,
+        |x, _| x.square(),
+        |x, _| -x,
+    ];
     for (op, f) in fp2_ops.iter().enumerate() {
         let got = run(dev, "arith_fp2", &qa, &qb, op as u32);
         for i in 0..n {
@@ -87,26 +135,52 @@ fn field_arithmetic_matches_blstrs() {
 /// four chains.
 #[test]
 fn product_chains_match_blstrs() {
-    let Some(b) = backend("product_chains_match_blstrs") else { return };
+    let Some(b) = backend("product_chains_match_blstrs") else {
+        return;
+    };
     let dev = b.device();
     let mut rng = rng("product_chains_match_blstrs");
     let (n, rounds) = (300u64, 7u32);
     for k in [1usize, 4] {
-        let fa = with_edges(scalars(&mut rng, k * n as usize), [Scalar::ZERO, Scalar::ONE, -Scalar::ONE]);
-        let fb = with_edges(scalars(&mut rng, n as usize), [-Scalar::ONE, Scalar::ONE, -Scalar::ONE]);
+        let fa = with_edges(
+            scalars(&mut rng, k * n as usize),
+            [Scalar::ZERO, Scalar::ONE, -Scalar::ONE],
+        );
+        let fb = with_edges(
+            scalars(&mut rng, n as usize),
+            [-Scalar::ONE, Scalar::ONE, -Scalar::ONE],
+        );
         // The 32-bit product, the FP64-pipe one (fr52.cuh), and two chains of each a thread.
-        let names: &[&str] = if k == 1 { &["fr", "fr52"] } else { &["fr", "fr52", "frmix"] };
+        let names: &[&str] = if k == 1 {
+            &["fr", "fr52"]
+        } else {
+            &["fr", "fr52", "frmix"]
+        };
         for name in names {
             let got = launch(dev, &format!("mul_chains_{name}_x{k}"), &fa, &fb, n, rounds);
             for (j, g) in got.iter().enumerate() {
-                assert_eq!(*g, fa[j] * fb[j / k].pow_vartime([rounds as u64]), "{name}, {k} chains, element {j}");
+                assert_eq!(
+                    *g,
+                    fa[j] * fb[j / k].pow_vartime([rounds as u64]),
+                    "{name}, {k} chains, element {j}"
+                );
             }
         }
-        let pa = with_edges((0..k * n as usize).map(|_| Fp::random(&mut rng)).collect(), [Fp::ZERO, Fp::ONE, -Fp::ONE]);
-        let pb = with_edges((0..n as usize).map(|_| Fp::random(&mut rng)).collect(), [-Fp::ONE, Fp::ONE, -Fp::ONE]);
+        let pa = with_edges(
+            (0..k * n as usize).map(|_| Fp::random(&mut rng)).collect(),
+            [Fp::ZERO, Fp::ONE, -Fp::ONE],
+        );
+        let pb = with_edges(
+            (0..n as usize).map(|_| Fp::random(&mut rng)).collect(),
+            [-Fp::ONE, Fp::ONE, -Fp::ONE],
+        );
         let got = launch(dev, &format!("mul_chains_fp_x{k}"), &pa, &pb, n, rounds);
         for (j, g) in got.iter().enumerate() {
-            assert_eq!(*g, pa[j] * pb[j / k].pow_vartime([rounds as u64]), "Fp, {k} chains, element {j}");
+            assert_eq!(
+                *g,
+                pa[j] * pb[j / k].pow_vartime([rounds as u64]),
+                "Fp, {k} chains, element {j}"
+            );
         }
     }
 }

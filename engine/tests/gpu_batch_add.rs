@@ -6,8 +6,8 @@ mod gpu_util;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
 use cuzk_engine::backend::Backend;
-use group::Group;
 use gpu_util::*;
+use group::Group;
 use rand::RngCore;
 
 fn bitmap(rng: &mut impl RngCore, n: usize, fill: Option<bool>) -> Vec<u64> {
@@ -30,10 +30,11 @@ fn sum_selected<G: Group, A: Copy + Into<G>>(bases: &[A], bits: &[u64]) -> G {
     acc
 }
 
-
 #[test]
 fn batch_add_g1_matches_cpu() {
-    let Some(b) = backend("batch_add_g1_matches_cpu") else { return };
+    let Some(b) = backend("batch_add_g1_matches_cpu") else {
+        return;
+    };
     let mut rng = rng("batch_add_g1_matches_cpu");
     for n in [1usize, 2, 63, 64, 65, 1000, 100_003, 1 << 18] {
         let mut bases = g1_points(&mut rng, n);
@@ -44,14 +45,20 @@ fn batch_add_g1_matches_cpu() {
         for fill in [None, Some(true), Some(false)] {
             let bits = bitmap(&mut rng, n, fill);
             let want: G1Projective = sum_selected::<G1Projective, G1Affine>(&bases, &bits);
-            assert_eq!(b.batch_add_g1(&bases, &bits).unwrap(), want, "G1 batch add, n = {n}, fill {fill:?}");
+            assert_eq!(
+                b.batch_add_g1(&bases, &bits).unwrap(),
+                want,
+                "G1 batch add, n = {n}, fill {fill:?}"
+            );
         }
     }
 }
 
 #[test]
 fn batch_add_g2_matches_cpu() {
-    let Some(b) = backend("batch_add_g2_matches_cpu") else { return };
+    let Some(b) = backend("batch_add_g2_matches_cpu") else {
+        return;
+    };
     let mut rng = rng("batch_add_g2_matches_cpu");
     for n in [1usize, 64, 65, 1000, 20_011] {
         let mut bases = g2_points(&mut rng, n);
@@ -62,14 +69,20 @@ fn batch_add_g2_matches_cpu() {
         for fill in [None, Some(true)] {
             let bits = bitmap(&mut rng, n, fill);
             let want: G2Projective = sum_selected::<G2Projective, G2Affine>(&bases, &bits);
-            assert_eq!(b.batch_add_g2(&bases, &bits).unwrap(), want, "G2 batch add, n = {n}, fill {fill:?}");
+            assert_eq!(
+                b.batch_add_g2(&bases, &bits).unwrap(),
+                want,
+                "G2 batch add, n = {n}, fill {fill:?}"
+            );
         }
     }
 }
 
 #[test]
 fn batch_add_rejects_short_bitmap() {
-    let Some(b) = backend("batch_add_rejects_short_bitmap") else { return };
+    let Some(b) = backend("batch_add_rejects_short_bitmap") else {
+        return;
+    };
     let mut rng = rng("batch_add_rejects_short_bitmap");
     let bases = g1_points(&mut rng, 130);
     assert!(b.batch_add_g1(&bases, &[0u64; 2]).is_err());

@@ -6,7 +6,9 @@ use cuzk_engine::gpu::sources::Module;
 
 #[test]
 fn every_kernel_module_compiles_for_ampere_ada_hopper() {
-    let required = std::env::var("CUZK_REQUIRE_NVRTC").map(|v| v == "1").unwrap_or(false);
+    let required = std::env::var("CUZK_REQUIRE_NVRTC")
+        .map(|v| v == "1")
+        .unwrap_or(false);
     let version = match nvrtc_present() {
         Ok(v) => v,
         Err(why) => {
@@ -23,9 +25,25 @@ fn every_kernel_module_compiles_for_ampere_ada_hopper() {
         for m in Module::ALL {
             match compile(m, cc, false) {
                 Ok(c) => {
-                    assert!(!c.cubin.is_empty(), "{} sm_{}{}: empty cubin", m.name(), cc.0, cc.1);
-                    eprintln!("compiled {:>9} for {} in {:.1} s ({} bytes)", m.name(), c.arch, c.compile_secs, c.cubin.len());
-                    for line in c.log.lines().filter(|l| l.contains("registers") || l.contains("spill")) {
+                    assert!(
+                        !c.cubin.is_empty(),
+                        "{} sm_{}{}: empty cubin",
+                        m.name(),
+                        cc.0,
+                        cc.1
+                    );
+                    eprintln!(
+                        "compiled {:>9} for {} in {:.1} s ({} bytes)",
+                        m.name(),
+                        c.arch,
+                        c.compile_secs,
+                        c.cubin.len()
+                    );
+                    for line in c
+                        .log
+                        .lines()
+                        .filter(|l| l.contains("registers") || l.contains("spill"))
+                    {
                         eprintln!("    {line}");
                     }
                 }
@@ -33,5 +51,9 @@ fn every_kernel_module_compiles_for_ampere_ada_hopper() {
             }
         }
     }
-    assert!(failures.is_empty(), "NVRTC compile errors:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "NVRTC compile errors:\n{}",
+        failures.join("\n")
+    );
 }

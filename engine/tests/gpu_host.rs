@@ -2,11 +2,11 @@
 //! window plan, the NTT root of unity, and the device probe's error path.
 
 use blstrs::{Fp, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use cuzk_engine::gpu::msm::{top_bits, window_bits, MsmPlan, MsmStep, MAX_WINDOW_BITS};
-use cuzk_engine::gpu::points::Curve as Kind;
-use cuzk_engine::gpu::ntt::omega;
-use cuzk_engine::gpu::points::{g1_from_xyzz, g2_from_xyzz};
 use cuzk_engine::gpu::as_bytes;
+use cuzk_engine::gpu::msm::{top_bits, window_bits, MsmPlan, MsmStep, MAX_WINDOW_BITS};
+use cuzk_engine::gpu::ntt::omega;
+use cuzk_engine::gpu::points::Curve as Kind;
+use cuzk_engine::gpu::points::{g1_from_xyzz, g2_from_xyzz};
 use ff::{Field, PrimeField};
 use group::{Curve, Group};
 use rand::SeedableRng;
@@ -53,26 +53,54 @@ fn msm_steps_follow_the_pipeline() {
         for log in [0u32, 5, 12, 20, 24, 26, 27] {
             for c in [4u32, 9, 16, 20, MAX_WINDOW_BITS] {
                 let p = MsmPlan::with_window(1u64 << log, curve, c).with_share(7);
-                for (group, two_pass, fold) in [(p.sort_group(), p.two_pass_sort(), true), (2, true, false), (1, false, true)] {
+                for (group, two_pass, fold) in [
+                    (p.sort_group(), p.two_pass_sort(), true),
+                    (2, true, false),
+                    (1, false, true),
+                ] {
                     let steps = p.steps_with(group, two_pass, fold);
                     let what = format!("{curve:?} 2^{log} c = {c}, group {group}, two-pass {two_pass}, fold {fold}");
-                    let hist: Vec<(u32, u32)> =
-                        steps.iter().filter_map(|s| if let MsmStep::Histogram { w0, w1 } = *s { Some((w0, w1)) } else { None }).collect();
+                    let hist: Vec<(u32, u32)> = steps
+                        .iter()
+                        .filter_map(|s| {
+                            if let MsmStep::Histogram { w0, w1 } = *s {
+                                Some((w0, w1))
+                            } else {
+                                None
+                            }
+                        })
+                        .collect();
                     let scat: Vec<(u32, u32)> = steps
                         .iter()
                         .filter_map(|s| match *s {
                             MsmStep::Scatter { w0, w1 } if !two_pass => Some((w0, w1)),
-                            MsmStep::ScatterTwoPass { w0, w1, group: g } if two_pass && g == group.clamp(1, p.windows) => Some((w0, w1)),
+                            MsmStep::ScatterTwoPass { w0, w1, group: g }
+                                if two_pass && g == group.clamp(1, p.windows) =>
+                            {
+                                Some((w0, w1))
+                            }
                             _ => None,
                         })
                         .collect();
                     assert_eq!(hist, scat, "{what}: scatters over the histograms' windows");
                     assert_eq!(hist.first().map(|r| r.0), Some(0), "{what}");
                     assert_eq!(hist.last().map(|r| r.1), Some(p.windows), "{what}");
-                    assert!(hist.windows(2).all(|r| r[0].1 == r[1].0) && hist.iter().all(|&(a, b)| a < b && b - a <= group.max(1)), "{what}");
+                    assert!(
+                        hist.windows(2).all(|r| r[0].1 == r[1].0)
+                            && hist.iter().all(|&(a, b)| a < b && b - a <= group.max(1)),
+                        "{what}"
+                    );
                     let k = hist.len();
-                    assert_eq!(steps[k], MsmStep::Offsets, "{what}: offsets after every histogram");
-                    assert_eq!(steps[2 * k + 1], MsmStep::Accumulate, "{what}: then the scatters and the accumulation");
+                    assert_eq!(
+                        steps[k],
+                        MsmStep::Offsets,
+                        "{what}: offsets after every histogram"
+                    );
+                    assert_eq!(
+                        steps[2 * k + 1],
+                        MsmStep::Accumulate,
+                        "{what}: then the scatters and the accumulation"
+                    );
                     let folds = if fold { p.head_rounds() as usize } else { 0 };
                     for (r, s) in steps[2 * k + 2..2 * k + 2 + folds].iter().enumerate() {
                         assert_eq!(*s, MsmStep::FoldHeads { round: r as u32 }, "{what}");
@@ -99,29 +127,60 @@ fn msm_plans_cover_every_scalar_bit() {
             let n = 1u64 << log;
             for n in [n, n + 3] {
                 let p = MsmPlan::new(n, curve);
-                assert!((4..=MAX_WINDOW_BITS).contains(&p.c), "c = {} for n = {n}", p.c);
+                assert!(
+                    (4..=MAX_WINDOW_BITS).contains(&p.c),
+                    "c = {} for n = {n}",
+                    p.c
+                );
                 assert_eq!(p.c, window_bits(n, curve));
-                assert!(p.windows * p.c >= 256, "windows do not cover 255 bits plus the carry");
+                assert!(
+                    p.windows * p.c >= 256,
+                    "windows do not cover 255 bits plus the carry"
+                );
                 assert_eq!(p.buckets, 1 << (p.c - 1));
                 assert_eq!(p.buckets % p.segments, 0);
                 assert!(p.per_thread >= 16);
-                assert!(top_bits(p.c) >= p.c.min(8), "a {}-bit top window at c = {}", top_bits(p.c), p.c);
+                assert!(
+                    top_bits(p.c) >= p.c.min(8),
+                    "a {}-bit top window at c = {}",
+                    top_bits(p.c),
+                    p.c
+                );
                 // Bucket sums never outgrow the bases (or 64 MiB).
                 let buckets = p.windows as u64 * p.buckets as u64 * curve.xyzz_bytes() as u64;
-                assert!(buckets <= (n * curve.affine_bytes() as u64).max(64 << 20), "{buckets} bytes of buckets for n = {n}");
+                assert!(
+                    buckets <= (n * curve.affine_bytes() as u64).max(64 << 20),
+                    "{buckets} bytes of buckets for n = {n}"
+                );
                 assert!(p.scratch_bytes() >= buckets + 4 * n * p.windows as u64);
                 // The sort's window groups: at least one window, counters within 8 MiB unless
                 // a single window is larger.
                 let g = p.sort_group();
                 assert!((1..=p.windows).contains(&g));
-                assert!(g == 1 || 4 * g as u64 * p.buckets as u64 <= 8 << 20, "{g} windows of {} buckets", p.buckets);
-                assert!(g == p.windows || 4 * (g as u64 + 1) * p.buckets as u64 > 8 << 20, "groups could be larger");
+                assert!(
+                    g == 1 || 4 * g as u64 * p.buckets as u64 <= 8 << 20,
+                    "{g} windows of {} buckets",
+                    p.buckets
+                );
+                assert!(
+                    g == p.windows || 4 * (g as u64 + 1) * p.buckets as u64 > 8 << 20,
+                    "groups could be larger"
+                );
                 // The two-pass sort exactly where a launch's run tails (32 bytes a bucket) pass
                 // 24 MiB, with at most 32 coarse bins a window, and room for its records.
-                assert_eq!(p.two_pass_sort(), 32 * g as u64 * p.buckets as u64 > 24 << 20, "c = {}", p.c);
-                assert!(p.buckets >> p.sort_bin_bits() <= 32 && p.buckets >> p.sort_bin_bits() >= 1);
+                assert_eq!(
+                    p.two_pass_sort(),
+                    32 * g as u64 * p.buckets as u64 > 24 << 20,
+                    "c = {}",
+                    p.c
+                );
+                assert!(
+                    p.buckets >> p.sort_bin_bits() <= 32 && p.buckets >> p.sort_bin_bits() >= 1
+                );
                 if p.two_pass_sort() {
-                    assert!(p.scratch_bytes() >= buckets + 4 * n * p.windows as u64 + 8 * g as u64 * n);
+                    assert!(
+                        p.scratch_bytes() >= buckets + 4 * n * p.windows as u64 + 8 * g as u64 * n
+                    );
                 }
                 // The launches cover every window once, in order, g at a time.
                 let launches: Vec<(u32, u32)> = p.sort_launches();
@@ -144,7 +203,11 @@ fn msm_plans_cover_every_scalar_bit() {
     assert_eq!(MsmPlan::with_window(1 << 26, Kind::G1, 20).sort_group(), 4);
     // Head-partial tree rounds: ceil(log2(threads per window)), enough for a bucket spanning a
     // whole window's shares; none with one share per window.
-    let rounds = |n: u64, per: u32| MsmPlan::with_window(n, Kind::G1, 16).with_share(per).head_rounds();
+    let rounds = |n: u64, per: u32| {
+        MsmPlan::with_window(n, Kind::G1, 16)
+            .with_share(per)
+            .head_rounds()
+    };
     assert_eq!(rounds(1 << 24, 1), 24);
     assert_eq!(rounds(10, 3), 2);
     assert_eq!(rounds(9, 3), 2);
@@ -175,9 +238,6 @@ fn probe_reports_what_is_missing_instead_of_panicking() {
     }
 }
 
-
-
-
 #[test]
 fn plans_for_a_device_fill_whole_waves_and_stay_within_the_scratch_bound() {
     // Resident-thread counts of real GPUs and odd ones: the accumulation takes whole waves of
@@ -188,21 +248,39 @@ fn plans_for_a_device_fill_whole_waves_and_stay_within_the_scratch_bound() {
             let flat = MsmPlan::new(n, curve);
             for resident in [1u64, 128, 33_792, 67_584, 40_000, 1 << 20] {
                 let p = flat.filling_waves(resident);
-                assert_eq!((p.c, p.windows, p.buckets), (flat.c, flat.windows, flat.buckets), "only the share changes");
+                assert_eq!(
+                    (p.c, p.windows, p.buckets),
+                    (flat.c, flat.windows, flat.buckets),
+                    "only the share changes"
+                );
                 assert!(p.per_thread >= 16);
                 let threads = p.accumulation_threads();
-                assert!(threads <= (1u64 << 18) * 5 / 4 + p.windows as u64, "{threads} threads at n = {n}, resident {resident}");
+                assert!(
+                    threads <= (1u64 << 18) * 5 / 4 + p.windows as u64,
+                    "{threads} threads at n = {n}, resident {resident}"
+                );
                 // Every point of every window has a thread.
                 assert!(threads / p.windows as u64 * p.per_thread as u64 >= n);
                 let waves = ((1u64 << 18) + resident / 2) / resident;
-                if p.per_thread > 16 && (1..=4).contains(&waves) && waves * resident <= (1u64 << 18) * 5 / 4 {
+                if p.per_thread > 16
+                    && (1..=4).contains(&waves)
+                    && waves * resident <= (1u64 << 18) * 5 / 4
+                {
                     // Not clamped: whole waves, less what the integer share rounds away (at most
                     // one thread in `per_thread`, and one per window).
                     let full = (waves * resident) as f64;
-                    assert!(threads as f64 <= full && threads as f64 >= full * (1.0 - 1.0 / p.per_thread as f64) - p.windows as f64,
-                            "{threads} threads for {waves} waves of {resident} (share {})", p.per_thread);
+                    assert!(
+                        threads as f64 <= full
+                            && threads as f64
+                                >= full * (1.0 - 1.0 / p.per_thread as f64) - p.windows as f64,
+                        "{threads} threads for {waves} waves of {resident} (share {})",
+                        p.per_thread
+                    );
                 }
-                assert!(flat.scratch_bytes() >= p.scratch_bytes(), "the budget's bound is below a device plan's scratch at n = {n}");
+                assert!(
+                    flat.scratch_bytes() >= p.scratch_bytes(),
+                    "the budget's bound is below a device plan's scratch at n = {n}"
+                );
             }
         }
     }

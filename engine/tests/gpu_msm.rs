@@ -10,8 +10,8 @@ use cuzk_engine::gpu::as_bytes;
 use cuzk_engine::gpu::msm::{msm_g1_with_plan, msm_g2_with_plan, MsmPlan, MAX_WINDOW_BITS};
 use cuzk_engine::gpu::points::Curve;
 use ff::Field;
-use group::Group;
 use gpu_util::*;
+use group::Group;
 
 fn check_g1(b: &dyn Backend, n: usize, rng: &mut impl rand::RngCore, edges: bool) {
     let mut bases = g1_points(rng, n);
@@ -39,7 +39,9 @@ fn check_g2(b: &dyn Backend, n: usize, rng: &mut impl rand::RngCore, edges: bool
 
 #[test]
 fn msm_g1_matches_cpu() {
-    let Some(b) = backend("msm_g1_matches_cpu") else { return };
+    let Some(b) = backend("msm_g1_matches_cpu") else {
+        return;
+    };
     let mut rng = rng("msm_g1_matches_cpu");
     for n in [1usize, 2, 3, 8, 31, 100, 1000, 4099, 65_537] {
         check_g1(b, n, &mut rng, false);
@@ -50,20 +52,34 @@ fn msm_g1_matches_cpu() {
 
 #[test]
 fn msm_g1_large_uses_16_bit_windows() {
-    let Some(b) = backend("msm_g1_large_uses_16_bit_windows") else { return };
+    let Some(b) = backend("msm_g1_large_uses_16_bit_windows") else {
+        return;
+    };
     let mut rng = rng("msm_g1_large_uses_16_bit_windows");
     check_g1(b, (1 << 20) + 5, &mut rng, true);
 }
 
 #[test]
 fn msm_g1_degenerate_scalars() {
-    let Some(b) = backend("msm_g1_degenerate_scalars") else { return };
+    let Some(b) = backend("msm_g1_degenerate_scalars") else {
+        return;
+    };
     let mut rng = rng("msm_g1_degenerate_scalars");
     let n = 5000;
     let bases = g1_points(&mut rng, n);
-    for s in [vec![Scalar::ZERO; n], vec![Scalar::ONE; n], vec![Scalar::from(2u64); n], vec![r_minus_1(); n]] {
+    for s in [
+        vec![Scalar::ZERO; n],
+        vec![Scalar::ONE; n],
+        vec![Scalar::from(2u64); n],
+        vec![r_minus_1(); n],
+    ] {
         let want = cpu_msm_g1(&bases, &s);
-        assert_eq!(b.msm_g1(&bases, &s).unwrap(), want, "G1 MSM with constant scalar {:?}", s[0]);
+        assert_eq!(
+            b.msm_g1(&bases, &s).unwrap(),
+            want,
+            "G1 MSM with constant scalar {:?}",
+            s[0]
+        );
     }
     // All bases equal: every bucket sums copies of one point (the doubling case throughout).
     let same = vec![bases[0]; 777];
@@ -73,7 +89,9 @@ fn msm_g1_degenerate_scalars() {
 
 #[test]
 fn msm_g2_matches_cpu() {
-    let Some(b) = backend("msm_g2_matches_cpu") else { return };
+    let Some(b) = backend("msm_g2_matches_cpu") else {
+        return;
+    };
     let mut rng = rng("msm_g2_matches_cpu");
     for n in [1usize, 2, 3, 8, 100, 1001, 16_411] {
         check_g2(b, n, &mut rng, false);
@@ -90,7 +108,9 @@ fn msm_g2_matches_cpu() {
 /// over many threads (the fix-up adds their partial sums), against the CPU.
 #[test]
 fn msm_explicit_plans_match_cpu() {
-    let Some(b) = backend("msm_explicit_plans_match_cpu") else { return };
+    let Some(b) = backend("msm_explicit_plans_match_cpu") else {
+        return;
+    };
     let mut rng = rng("msm_explicit_plans_match_cpu");
     let n = 3001;
     let mut bases = g1_points(&mut rng, n);
@@ -103,9 +123,22 @@ fn msm_explicit_plans_match_cpu() {
         for sc in [&s, &skewed] {
             let want = cpu_msm_g1(&bases, sc);
             let sb = dev.upload(as_bytes(sc), "test scalars")?;
-            for (c, per) in [(4, 1), (4, 7), (5, 64), (9, 3), (13, 16), (16, 1000), (20, 2), (MAX_WINDOW_BITS, 5000)] {
+            for (c, per) in [
+                (4, 1),
+                (4, 7),
+                (5, 64),
+                (9, 3),
+                (13, 16),
+                (16, 1000),
+                (20, 2),
+                (MAX_WINDOW_BITS, 5000),
+            ] {
                 let plan = MsmPlan::with_window(n as u64, Curve::G1, c).with_share(per);
-                assert_eq!(msm_g1_with_plan(dev, &bb, &sb, &plan)?, want, "G1 MSM, c = {c}, {per} points per thread");
+                assert_eq!(
+                    msm_g1_with_plan(dev, &bb, &sb, &plan)?,
+                    want,
+                    "G1 MSM, c = {c}, {per} points per thread"
+                );
             }
         }
         Ok(())
@@ -123,7 +156,11 @@ fn msm_explicit_plans_match_cpu() {
         let sb = dev.upload(as_bytes(&s), "test scalars")?;
         for (c, per) in [(4, 3), (11, 1), (19, 40)] {
             let plan = MsmPlan::with_window(n as u64, Curve::G2, c).with_share(per);
-            assert_eq!(msm_g2_with_plan(dev, &bb, &sb, &plan)?, want, "G2 MSM, c = {c}, {per} points per thread");
+            assert_eq!(
+                msm_g2_with_plan(dev, &bb, &sb, &plan)?,
+                want,
+                "G2 MSM, c = {c}, {per} points per thread"
+            );
         }
         Ok(())
     })
@@ -134,7 +171,9 @@ fn msm_explicit_plans_match_cpu() {
 /// larger MSMs take): the whole wide-window path at size.
 #[test]
 fn msm_g1_wide_windows_at_2p22() {
-    let Some(b) = backend("msm_g1_wide_windows_at_2p22") else { return };
+    let Some(b) = backend("msm_g1_wide_windows_at_2p22") else {
+        return;
+    };
     let mut rng = rng("msm_g1_wide_windows_at_2p22");
     let n = (1 << 22) + 3;
     let mut bases = g1_points(&mut rng, n);
@@ -144,9 +183,16 @@ fn msm_g1_wide_windows_at_2p22() {
     let want = cpu_msm_g1(&bases, &s);
     assert_eq!(b.msm_g1(&bases, &s).unwrap(), want, "planned window");
     b.with_device(|dev| {
-        let (bb, sb) = (dev.upload(as_bytes(&bases), "test bases")?, dev.upload(as_bytes(&s), "test scalars")?);
+        let (bb, sb) = (
+            dev.upload(as_bytes(&bases), "test bases")?,
+            dev.upload(as_bytes(&s), "test scalars")?,
+        );
         for c in [20, 22] {
-            assert_eq!(msm_g1_with_plan(dev, &bb, &sb, &MsmPlan::with_window(n as u64, Curve::G1, c))?, want, "c = {c}");
+            assert_eq!(
+                msm_g1_with_plan(dev, &bb, &sb, &MsmPlan::with_window(n as u64, Curve::G1, c))?,
+                want,
+                "c = {c}"
+            );
         }
         Ok(())
     })
@@ -155,7 +201,9 @@ fn msm_g1_wide_windows_at_2p22() {
 
 #[test]
 fn msm_rejects_mismatched_lengths() {
-    let Some(b) = backend("msm_rejects_mismatched_lengths") else { return };
+    let Some(b) = backend("msm_rejects_mismatched_lengths") else {
+        return;
+    };
     let mut rng = rng("msm_rejects_mismatched_lengths");
     let bases = g1_points(&mut rng, 4);
     assert!(b.msm_g1(&bases, &scalars(&mut rng, 3)).is_err());

@@ -55,7 +55,9 @@ const NTT_EXTRA_SIZES: [u32; 4] = [20, 21, 22, 23];
 
 #[test]
 fn ntt_forward_and_inverse_match_cpu() {
-    let Some(b) = backend("ntt_forward_and_inverse_match_cpu") else { return };
+    let Some(b) = backend("ntt_forward_and_inverse_match_cpu") else {
+        return;
+    };
     let mut rng = rng("ntt_forward_and_inverse_match_cpu");
     let dev = b.device();
     for log_n in SIZES.into_iter().chain(NTT_EXTRA_SIZES) {
@@ -74,8 +76,13 @@ fn ntt_forward_and_inverse_match_cpu() {
                 let out = dev.alloc(32 * n, "test output").unwrap();
                 ntt_natural_with(dev, data.ptr(), out.ptr(), &tw, log_n, inverse, kernel).unwrap();
                 let mut got = vec![Scalar::ZERO; n];
-                dev.download(&out, 0, as_bytes_mut(&mut got), "test output").unwrap();
-                assert!(got == want, "NTT 2^{log_n} (inverse: {inverse}, kernel {}) differs from the CPU", kernel.name());
+                dev.download(&out, 0, as_bytes_mut(&mut got), "test output")
+                    .unwrap();
+                assert!(
+                    got == want,
+                    "NTT 2^{log_n} (inverse: {inverse}, kernel {}) differs from the CPU",
+                    kernel.name()
+                );
             }
         }
     }
@@ -84,15 +91,18 @@ fn ntt_forward_and_inverse_match_cpu() {
 /// Random valid scalars (below 2^254 < r, Montgomery form as they are), generated in parallel.
 fn fast_scalars(n: usize, seed: u64) -> Vec<Scalar> {
     let mut v = vec![Scalar::ZERO; n];
-    v.par_chunks_mut(1 << 16).enumerate().for_each(|(i, chunk)| {
-        let mut rng = ChaCha20Rng::seed_from_u64(seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        let mut limbs = vec![0u64; 4 * chunk.len()];
-        limbs.iter_mut().for_each(|l| *l = rng.next_u64());
-        for (k, l) in limbs.chunks_mut(4).enumerate() {
-            l[3] &= (1 << 62) - 1;
-            as_bytes_mut(&mut chunk[k..k + 1]).copy_from_slice(as_bytes(l));
-        }
-    });
+    v.par_chunks_mut(1 << 16)
+        .enumerate()
+        .for_each(|(i, chunk)| {
+            let mut rng =
+                ChaCha20Rng::seed_from_u64(seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            let mut limbs = vec![0u64; 4 * chunk.len()];
+            limbs.iter_mut().for_each(|l| *l = rng.next_u64());
+            for (k, l) in limbs.chunks_mut(4).enumerate() {
+                l[3] &= (1 << 62) - 1;
+                as_bytes_mut(&mut chunk[k..k + 1]).copy_from_slice(as_bytes(l));
+            }
+        });
     v
 }
 
@@ -101,7 +111,9 @@ fn fast_scalars(n: usize, seed: u64) -> Vec<Scalar> {
 /// radix-8 passes with blocks of 2^9 and 2^10; 2^27 needs 10 GiB of device memory).
 #[test]
 fn ntt_v2_matches_v1_on_the_gpu() {
-    let Some(b) = backend("ntt_v2_matches_v1_on_the_gpu") else { return };
+    let Some(b) = backend("ntt_v2_matches_v1_on_the_gpu") else {
+        return;
+    };
     let mut rng = rng("ntt_v2_matches_v1_on_the_gpu");
     let dev = b.device();
     for log_n in (0..=21u32).chain([24, 27]) {
@@ -121,7 +133,11 @@ fn ntt_v2_matches_v1_on_the_gpu() {
                     dev.download(&x1, 32 * off, &mut a, "v1 output").unwrap();
                     dev.download(&x2, 32 * off, &mut c, "v2 output").unwrap();
                     if a != c {
-                        let first = a.chunks(32).zip(c.chunks(32)).position(|(p, q)| p != q).unwrap();
+                        let first = a
+                            .chunks(32)
+                            .zip(c.chunks(32))
+                            .position(|(p, q)| p != q)
+                            .unwrap();
                         panic!("2^{log_n} dif {dif} inverse {inverse}: v2 differs from v1 first at element {}", off + first);
                     }
                 }
@@ -132,11 +148,17 @@ fn ntt_v2_matches_v1_on_the_gpu() {
 
 #[test]
 fn compute_h_matches_cpu() {
-    let Some(b) = backend("compute_h_matches_cpu") else { return };
+    let Some(b) = backend("compute_h_matches_cpu") else {
+        return;
+    };
     let mut rng = rng("compute_h_matches_cpu");
     for log_n in SIZES {
         let n = 1usize << log_n;
-        let (a, bb, c) = (scalars(&mut rng, n), scalars(&mut rng, n), scalars(&mut rng, n));
+        let (a, bb, c) = (
+            scalars(&mut rng, n),
+            scalars(&mut rng, n),
+            scalars(&mut rng, n),
+        );
         let got = b.compute_h(a.clone(), bb.clone(), c.clone()).unwrap();
         if n == 1 {
             assert!(got.is_empty());
@@ -151,7 +173,9 @@ fn compute_h_matches_cpu() {
 #[test]
 fn compute_h_of_a_satisfied_system_has_zero_remainder() {
     // a·b = c everywhere (zero-padded like a real circuit): H·Z = a·b − c exactly.
-    let Some(b) = backend("compute_h_of_a_satisfied_system_has_zero_remainder") else { return };
+    let Some(b) = backend("compute_h_of_a_satisfied_system_has_zero_remainder") else {
+        return;
+    };
     let mut rng = rng("compute_h_of_a_satisfied_system_has_zero_remainder");
     let n = 1 << 14;
     let mut a = scalars(&mut rng, n);
@@ -167,8 +191,16 @@ fn compute_h_of_a_satisfied_system_has_zero_remainder() {
 
 #[test]
 fn compute_h_rejects_bad_shapes() {
-    let Some(b) = backend("compute_h_rejects_bad_shapes") else { return };
+    let Some(b) = backend("compute_h_rejects_bad_shapes") else {
+        return;
+    };
     let v = vec![Scalar::ONE; 3];
     assert!(b.compute_h(v.clone(), v.clone(), v).is_err());
-    assert!(b.compute_h(vec![Scalar::ONE; 4], vec![Scalar::ONE; 4], vec![Scalar::ONE; 2]).is_err());
+    assert!(b
+        .compute_h(
+            vec![Scalar::ONE; 4],
+            vec![Scalar::ONE; 4],
+            vec![Scalar::ONE; 2]
+        )
+        .is_err());
 }

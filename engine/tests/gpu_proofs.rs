@@ -15,21 +15,38 @@ use rand::SeedableRng;
 
 mod gpu_util;
 
-fn same<C: Circuit<Scalar> + Clone + Send>(name: &str, gpus: &[&dyn Backend], c: C, partitions: usize) {
+fn same<C: Circuit<Scalar> + Clone + Send>(
+    name: &str,
+    gpus: &[&dyn Backend],
+    c: C,
+    partitions: usize,
+) {
     let srs = Srs::from_parameters(&generate(c.clone(), 3).unwrap());
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
     let r: Vec<Scalar> = (0..partitions).map(|_| Scalar::random(&mut rng)).collect();
     let s: Vec<Scalar> = (0..partitions).map(|_| Scalar::random(&mut rng)).collect();
-    let cpu = Prover::new(&srs, &CpuBackend::new()).prove(vec![c.clone(); partitions], &r, &s).unwrap().to_bytes();
+    let cpu = Prover::new(&srs, &CpuBackend::new())
+        .prove(vec![c.clone(); partitions], &r, &s)
+        .unwrap()
+        .to_bytes();
     for gpu in gpus {
-        let ours = Prover::new(&srs, *gpu).prove(vec![c.clone(); partitions], &r, &s).unwrap_or_else(|e| panic!("{name} on {}: {e}", gpu.name()));
-        assert_eq!(ours.to_bytes(), cpu, "{name}: {} proof differs from the CPU's", gpu.name());
+        let ours = Prover::new(&srs, *gpu)
+            .prove(vec![c.clone(); partitions], &r, &s)
+            .unwrap_or_else(|e| panic!("{name} on {}: {e}", gpu.name()));
+        assert_eq!(
+            ours.to_bytes(),
+            cpu,
+            "{name}: {} proof differs from the CPU's",
+            gpu.name()
+        );
     }
 }
 
 #[test]
 fn gpu_proofs_equal_cpu_proofs() {
-    let Some(plain) = gpu_util::backend("gpu_proofs_equal_cpu_proofs") else { return };
+    let Some(plain) = gpu_util::backend("gpu_proofs_equal_cpu_proofs") else {
+        return;
+    };
     if let Err(why) = probe() {
         panic!("backend opened but probe fails: {why}");
     }

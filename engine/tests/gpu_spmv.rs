@@ -14,9 +14,18 @@ use gpu_util::*;
 
 #[test]
 fn recorded_products_match_the_cpu() {
-    let Some(b) = backend("recorded_products_match_the_cpu") else { return };
+    let Some(b) = backend("recorded_products_match_the_cpu") else {
+        return;
+    };
     let dev = b.device();
-    for (name, size) in [("mulchain", 16), ("sha256", 64), ("bits", 8), ("c-only", 100), ("many-inputs", 40), ("no-aux", 0)] {
+    for (name, size) in [
+        ("mulchain", 16),
+        ("sha256", 64),
+        ("bits", 8),
+        ("c-only", 100),
+        ("many-inputs", 40),
+        ("no-aux", 0),
+    ] {
         let (rec, values) = record(Example::new(name, size, 1).unwrap(), true, 0).unwrap();
         let (inputs, aux) = values.unwrap();
         let asg = rec.assignment((inputs.clone(), aux.clone()), 0).unwrap();
@@ -26,12 +35,21 @@ fn recorded_products_match_the_cpu() {
         let out = d.products(dev, &w, n).unwrap();
         for (m, want) in [&asg.a, &asg.b, &asg.c].into_iter().enumerate() {
             let mut got = vec![Scalar::ZERO; n];
-            dev.download(&out[m], 0, as_bytes_mut(&mut got), "products").unwrap();
+            dev.download(&out[m], 0, as_bytes_mut(&mut got), "products")
+                .unwrap();
             let mut want = want.clone();
             want.resize(n, Scalar::ZERO);
-            assert!(got == want, "{name}: matrix {m} differs from the CPU's (first at {:?})", (0..n).find(|&i| got[i] != want[i]));
+            assert!(
+                got == want,
+                "{name}: matrix {m} differs from the CPU's (first at {:?})",
+                (0..n).find(|&i| got[i] != want[i])
+            );
         }
-        assert_eq!(d.first_unsatisfied(dev, &out).unwrap(), None, "{name}: satisfied");
+        assert_eq!(
+            d.first_unsatisfied(dev, &out).unwrap(),
+            None,
+            "{name}: satisfied"
+        );
         // A wrong witness value: the device row check names the row the host check names.
         let mut bad = aux.clone();
         if let Some(v) = bad.last_mut() {
@@ -39,8 +57,15 @@ fn recorded_products_match_the_cpu() {
             let wrong = rec.assignment((inputs.clone(), bad.clone()), 0).unwrap();
             let w = d.upload_witness(dev, &inputs, &bad).unwrap();
             let out = d.products(dev, &w, n).unwrap();
-            assert_eq!(d.first_unsatisfied(dev, &out).unwrap(), wrong.first_unsatisfied(), "{name}: first unsatisfied row");
+            assert_eq!(
+                d.first_unsatisfied(dev, &out).unwrap(),
+                wrong.first_unsatisfied(),
+                "{name}: first unsatisfied row"
+            );
         }
-        assert!(d.upload_witness(dev, &inputs[1..], &aux).is_err(), "{name}: a short witness is refused");
+        assert!(
+            d.upload_witness(dev, &inputs[1..], &aux).is_err(),
+            "{name}: a short witness is refused"
+        );
     }
 }

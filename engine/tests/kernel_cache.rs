@@ -9,7 +9,9 @@ use cuzk_engine::gpu::sources::Module;
 
 #[test]
 fn damaged_cache_entries_are_compiled_again() {
-    let required = std::env::var("CUZK_REQUIRE_NVRTC").map(|v| v == "1").unwrap_or(false);
+    let required = std::env::var("CUZK_REQUIRE_NVRTC")
+        .map(|v| v == "1")
+        .unwrap_or(false);
     if let Err(why) = nvrtc_present() {
         if required {
             panic!("CUZK_REQUIRE_NVRTC=1 but NVRTC is unusable: {why}");
@@ -23,16 +25,33 @@ fn damaged_cache_entries_are_compiled_again() {
     let first = compile(m, cc, true).unwrap();
     assert!(!first.from_cache, "an empty cache directory served a cubin");
     let again = compile(m, cc, true).unwrap();
-    assert!(again.from_cache, "the second compile did not come from the cache");
-    assert_eq!(again.cubin, first.cubin, "the cache returned other bytes than it was given");
+    assert!(
+        again.from_cache,
+        "the second compile did not come from the cache"
+    );
+    assert_eq!(
+        again.cubin, first.cubin,
+        "the cache returned other bytes than it was given"
+    );
 
-    let entries: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).collect();
+    let entries: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     assert_eq!(entries.len(), 1, "one module, one cache entry: {entries:?}");
     let entry = &entries[0];
     let good = std::fs::read(entry).unwrap();
     let damaged: [(&str, Vec<u8>); 4] = [
-        ("a flipped byte in the cubin", { let mut b = good.clone(); b[good.len() / 2] ^= 0x40; b }),
-        ("a flipped byte in the checksum", { let mut b = good.clone(); *b.last_mut().unwrap() ^= 1; b }),
+        ("a flipped byte in the cubin", {
+            let mut b = good.clone();
+            b[good.len() / 2] ^= 0x40;
+            b
+        }),
+        ("a flipped byte in the checksum", {
+            let mut b = good.clone();
+            *b.last_mut().unwrap() ^= 1;
+            b
+        }),
         ("a truncated file", good[..good.len() / 3].to_vec()),
         ("an empty file", Vec::new()),
     ];
@@ -41,7 +60,14 @@ fn damaged_cache_entries_are_compiled_again() {
         let c = compile(m, cc, true).unwrap();
         assert!(!c.from_cache, "{what}: the damaged entry was served");
         assert_eq!(c.cubin, first.cubin, "{what}: the recompiled cubin differs");
-        assert_eq!(std::fs::read(entry).unwrap(), good, "{what}: the entry was not rewritten");
-        assert!(compile(m, cc, true).unwrap().from_cache, "{what}: the rewritten entry is not used");
+        assert_eq!(
+            std::fs::read(entry).unwrap(),
+            good,
+            "{what}: the entry was not rewritten"
+        );
+        assert!(
+            compile(m, cc, true).unwrap().from_cache,
+            "{what}: the rewritten entry is not used"
+        );
     }
 }

@@ -16,8 +16,13 @@ use cuzk_srs::{CacheMode, OpenOptions, Srs};
 use ff::Field;
 
 fn open(dir: &Path, name: &str, circuit: impl Circuit<Scalar> + Clone, seed: u64) -> Srs {
-    let opts = OpenOptions { subgroup_check: false, cache: CacheMode::Dir(dir.join("cache")) };
-    open_or_generate(&dir.join(format!("{name}.params")), circuit, seed, &opts).unwrap().0
+    let opts = OpenOptions {
+        subgroup_check: false,
+        cache: CacheMode::Dir(dir.join("cache")),
+    };
+    open_or_generate(&dir.join(format!("{name}.params")), circuit, seed, &opts)
+        .unwrap()
+        .0
 }
 
 fn size(name: &str) -> usize {
@@ -30,33 +35,61 @@ fn size(name: &str) -> usize {
 }
 
 fn off() -> RecordOptions {
-    RecordOptions { enabled: false, ..RecordOptions::default() }
+    RecordOptions {
+        enabled: false,
+        ..RecordOptions::default()
+    }
 }
 
 #[test]
 fn proofs_are_byte_identical_on_every_example() {
     let dir = tempfile::tempdir().unwrap();
     let backend = CpuBackend::new();
-    let (r, s) = ([Scalar::from(11u64), Scalar::from(13u64)], [Scalar::from(17u64), Scalar::from(19u64)]);
+    let (r, s) = (
+        [Scalar::from(11u64), Scalar::from(13u64)],
+        [Scalar::from(17u64), Scalar::from(19u64)],
+    );
     for name in Example::NAMES {
         let ex = |seed| Example::new(name, size(name), seed).unwrap();
         let srs = open(dir.path(), name, ex(0), 5);
         let cache = RecordingCache::new();
-        let mut prover = Prover { recordings: &cache, ..Prover::new(&srs, &backend) };
+        let mut prover = Prover {
+            recordings: &cache,
+            ..Prover::new(&srs, &backend)
+        };
         prover.opts.recorded = off();
         let want = prover.prove(vec![ex(1), ex(2)], &r, &s).unwrap().to_bytes();
-        prover.opts.recorded = RecordOptions { check_every: 3, sample_rows: 7, ..RecordOptions::default() };
+        prover.opts.recorded = RecordOptions {
+            check_every: 3,
+            sample_rows: 7,
+            ..RecordOptions::default()
+        };
         // Recorded, then from memory (sampled rows), then the third proof checked in full.
         for round in 0..3 {
-            let got = prover.prove(vec![ex(1), ex(2)], &r, &s).unwrap_or_else(|e| panic!("{name} round {round}: {e}")).to_bytes();
-            assert_eq!(got, want, "{name} round {round}: proof bytes differ from the full-synthesis path");
+            let got = prover
+                .prove(vec![ex(1), ex(2)], &r, &s)
+                .unwrap_or_else(|e| panic!("{name} round {round}: {e}"))
+                .to_bytes();
+            assert_eq!(
+                got, want,
+                "{name} round {round}: proof bytes differ from the full-synthesis path"
+            );
         }
-        assert!(cache.get(std::any::type_name::<Example>(), &srs).is_some(), "{name}: recording kept");
+        assert!(
+            cache.get(std::any::type_name::<Example>(), &srs).is_some(),
+            "{name}: recording kept"
+        );
         // A fresh process: the recording comes from its file.
         let fresh = RecordingCache::new();
-        let got = fresh.synthesize(&srs, ex(3), 0, &RecordOptions::default()).unwrap();
+        let got = fresh
+            .synthesize(&srs, ex(3), 0, &RecordOptions::default())
+            .unwrap();
         assert_eq!(got.source, Source::File, "{name}");
-        assert_eq!(got.assignment, synthesize(ex(3), Shape::default()).unwrap(), "{name}: assignment from the file");
+        assert_eq!(
+            got.assignment,
+            synthesize(ex(3), Shape::default()).unwrap(),
+            "{name}: assignment from the file"
+        );
     }
 }
 
@@ -69,20 +102,39 @@ fn rebuilt_after(srs: &Srs, damage: impl Fn(&mut Vec<u8>), why: &str) {
     damage(&mut bytes);
     std::fs::write(&path, &bytes).unwrap();
     let c = MulChain::random(60, 2, 9);
-    let got = RecordingCache::new().synthesize(srs, c.clone(), 0, &RecordOptions::default()).unwrap();
+    let got = RecordingCache::new()
+        .synthesize(srs, c.clone(), 0, &RecordOptions::default())
+        .unwrap();
     match &got.source {
         Source::Recorded { rebuilt: Some(w) } => assert!(w.contains(why), "{why}: {w}"),
         other => panic!("{why}: expected a rebuild, got {other:?}"),
     }
-    assert_eq!(got.assignment, synthesize(c.clone(), Shape::default()).unwrap());
-    assert_eq!(RecordingCache::new().synthesize(srs, c, 0, &RecordOptions::default()).unwrap().source, Source::File, "{why}: rebuilt file");
+    assert_eq!(
+        got.assignment,
+        synthesize(c.clone(), Shape::default()).unwrap()
+    );
+    assert_eq!(
+        RecordingCache::new()
+            .synthesize(srs, c, 0, &RecordOptions::default())
+            .unwrap()
+            .source,
+        Source::File,
+        "{why}: rebuilt file"
+    );
 }
 
 #[test]
 fn damaged_truncated_and_stale_files_are_rebuilt() {
     let dir = tempfile::tempdir().unwrap();
     let srs = open(dir.path(), "mulchain", MulChain::random(60, 2, 1), 3);
-    let first = RecordingCache::new().synthesize(&srs, MulChain::random(60, 2, 2), 0, &RecordOptions::default()).unwrap();
+    let first = RecordingCache::new()
+        .synthesize(
+            &srs,
+            MulChain::random(60, 2, 2),
+            0,
+            &RecordOptions::default(),
+        )
+        .unwrap();
     assert_eq!(first.source, Source::Recorded { rebuilt: None });
     rebuilt_after(&srs, |b| b[4096 + 8 * 70] ^= 0x10, "damaged");
     rebuilt_after(&srs, |b| b[130] ^= 1, "damaged");
@@ -100,12 +152,17 @@ fn a_recording_for_other_parameters_is_refused() {
     let path = recorded::build_file(&srs1, circuit.clone()).unwrap();
     assert!(recorded::open_for(&path, key, &srs1).is_ok());
     let err = recorded::open_for(&path, key, &srs2).err().unwrap();
-    assert!(matches!(err, EngineError::RecordingParams { .. }) && err.to_string().contains("made for"), "{err}");
+    assert!(
+        matches!(err, EngineError::RecordingParams { .. }) && err.to_string().contains("made for"),
+        "{err}"
+    );
     let rec = recorded::open_for(&path, key, &srs1).unwrap();
     let err = RecordingCache::new().insert(key, &srs2, rec).err().unwrap();
     assert!(matches!(err, EngineError::RecordingParams { .. }), "{err}");
     // Built ahead of time: the first proof already maps it.
-    let got = RecordingCache::new().synthesize(&srs1, circuit, 0, &RecordOptions::default()).unwrap();
+    let got = RecordingCache::new()
+        .synthesize(&srs1, circuit, 0, &RecordOptions::default())
+        .unwrap();
     assert_eq!(got.source, Source::File);
 }
 
@@ -119,7 +176,12 @@ impl Circuit<Scalar> for Drifts {
         let x = cs.alloc(|| "x", || Ok(v))?;
         let y = cs.alloc(|| "y", || Ok(v.double()))?;
         for i in 0..50 {
-            cs.enforce(|| format!("r{i}"), |l| l + x + x, |l| l + CS::one(), |l| l + y);
+            cs.enforce(
+                || format!("r{i}"),
+                |l| l + x + x,
+                |l| l + CS::one(),
+                |l| l + y,
+            );
         }
         let odd = self.0 % 2 == 1;
         let z = cs.alloc(|| "z", || Ok(if odd { v.double() } else { v }))?;
@@ -133,16 +195,45 @@ impl Circuit<Scalar> for Drifts {
 fn a_structure_that_follows_the_witness_is_caught_by_the_full_check() {
     let srs = Srs::from_parameters(&cuzk_engine::setup::generate(Drifts(2), 1).unwrap());
     let cache = RecordingCache::new();
-    let opts = RecordOptions { check_every: 2, sample_rows: 0, ..RecordOptions::default() };
-    assert!(matches!(cache.synthesize(&srs, Drifts(2), 0, &opts).unwrap().source, Source::Recorded { .. }));
+    let opts = RecordOptions {
+        check_every: 2,
+        sample_rows: 0,
+        ..RecordOptions::default()
+    };
+    assert!(matches!(
+        cache.synthesize(&srs, Drifts(2), 0, &opts).unwrap().source,
+        Source::Recorded { .. }
+    ));
     let err = cache.synthesize(&srs, Drifts(3), 0, &opts).err().unwrap();
-    assert!(matches!(err, EngineError::RecordingMismatch { .. }) && err.to_string().contains("row 50 of A differs"), "{err}");
+    assert!(
+        matches!(err, EngineError::RecordingMismatch { .. })
+            && err.to_string().contains("row 50 of A differs"),
+        "{err}"
+    );
     // The witness-only proof in between does not see it; the row check of prepare refuses it.
     let backend = CpuBackend::new();
-    let mut prover = Prover { recordings: &cache, ..Prover::new(&srs, &backend) };
-    prover.opts.recorded = RecordOptions { check_every: 0, sample_rows: 0, ..RecordOptions::default() };
-    let err = prover.prove(vec![Drifts(3)], &[Scalar::ONE], &[Scalar::ONE]).err();
-    assert!(matches!(err, Some(EngineError::Unsatisfied { row: 50, .. })), "{err:?}");
+    let mut prover = Prover {
+        recordings: &cache,
+        ..Prover::new(&srs, &backend)
+    };
+    prover.opts.recorded = RecordOptions {
+        check_every: 0,
+        sample_rows: 0,
+        ..RecordOptions::default()
+    };
+    let err = prover
+        .prove(vec![Drifts(3)], &[Scalar::ONE], &[Scalar::ONE])
+        .err();
+    assert!(
+        matches!(err, Some(EngineError::Unsatisfied { row: 50, .. })),
+        "{err:?}"
+    );
     let (rec, _) = record(Drifts(2), false, 0).unwrap();
-    assert_eq!(cache.get(std::any::type_name::<Drifts>(), &srs).unwrap().shape_hash(), rec.shape_hash());
+    assert_eq!(
+        cache
+            .get(std::any::type_name::<Drifts>(), &srs)
+            .unwrap()
+            .shape_hash(),
+        rec.shape_hash()
+    );
 }

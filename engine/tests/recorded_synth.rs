@@ -23,16 +23,31 @@ fn sizes(name: &str) -> usize {
 
 /// Records `make(1)` and checks the recording's assignment and the witness-only assignments of
 /// `make(1)` and `make(2)` (every row sampled) against `synthesize`.
-fn same_as_synthesize<C: Circuit<Scalar> + Clone>(what: &str, make: impl Fn(u64) -> C) -> Recording {
+fn same_as_synthesize<C: Circuit<Scalar> + Clone>(
+    what: &str,
+    make: impl Fn(u64) -> C,
+) -> Recording {
     let (rec, values) = record(make(1), true, 0).unwrap_or_else(|e| panic!("{what}: {e}"));
     let want = synthesize(make(1), Shape::default()).unwrap();
-    assert_eq!(rec.assignment(values.unwrap(), 0).unwrap(), want, "{what}: recording run");
+    assert_eq!(
+        rec.assignment(values.unwrap(), 0).unwrap(),
+        want,
+        "{what}: recording run"
+    );
     let (blank, none) = record(make(1), false, 0).unwrap();
     assert!(none.is_none());
-    assert_eq!(blank.shape_hash(), rec.shape_hash(), "{what}: blank recording");
+    assert_eq!(
+        blank.shape_hash(),
+        rec.shape_hash(),
+        "{what}: blank recording"
+    );
     for seed in [1, 2] {
         let values = witness(&rec, make(seed), 0, 1, 0).unwrap_or_else(|e| panic!("{what}: {e}"));
-        assert_eq!(rec.assignment(values, 0).unwrap(), synthesize(make(seed), Shape::default()).unwrap(), "{what}: seed {seed}");
+        assert_eq!(
+            rec.assignment(values, 0).unwrap(),
+            synthesize(make(seed), Shape::default()).unwrap(),
+            "{what}: seed {seed}"
+        );
     }
     rec
 }
@@ -41,7 +56,16 @@ fn same_as_synthesize<C: Circuit<Scalar> + Clone>(what: &str, make: impl Fn(u64)
 fn every_example_circuit_gives_synthesizes_assignment() {
     for name in Example::NAMES {
         let rec = same_as_synthesize(name, |seed| Example::new(name, sizes(name), seed).unwrap());
-        assert_eq!(rec.counts().rows(), synthesize(Example::new(name, sizes(name), 3).unwrap(), Shape::default()).unwrap().a.len());
+        assert_eq!(
+            rec.counts().rows(),
+            synthesize(
+                Example::new(name, sizes(name), 3).unwrap(),
+                Shape::default()
+            )
+            .unwrap()
+            .a
+            .len()
+        );
     }
 }
 
@@ -57,15 +81,40 @@ impl Circuit<Scalar> for Tricky {
         let y = cs.alloc(|| "y", || Ok(self.0.square()))?;
         let big = Scalar::from(1u64 << 40) + Scalar::from(3u64);
         let k = Scalar::from(12345u64);
-        cs.enforce(|| "dup", |l| l + x + x - (Scalar::from(2u64), x) + x, |l| l + x, |l| l + y);
-        cs.enforce(|| "zero", |l| l + (Scalar::ZERO, y) + x, |l| l + (Scalar::ZERO, p) + x, |l| l + p);
-        cs.enforce(|| "classes", |l| l + (big, x) - (big, x) + (k, CS::one()) - (k, CS::one()) + x, |l| l + CS::one() + p - p, |l| l + x);
+        cs.enforce(
+            || "dup",
+            |l| l + x + x - (Scalar::from(2u64), x) + x,
+            |l| l + x,
+            |l| l + y,
+        );
+        cs.enforce(
+            || "zero",
+            |l| l + (Scalar::ZERO, y) + x,
+            |l| l + (Scalar::ZERO, p) + x,
+            |l| l + p,
+        );
+        cs.enforce(
+            || "classes",
+            |l| l + (big, x) - (big, x) + (k, CS::one()) - (k, CS::one()) + x,
+            |l| l + CS::one() + p - p,
+            |l| l + x,
+        );
         let z = cs.alloc(|| "z", || Ok(self.0 * k))?;
         cs.enforce(|| "small", |l| l + (k, x), |l| l + CS::one(), |l| l + z);
-        cs.enforce(|| "neg", |l| l - x, |l| l - (big, CS::one()), |l| l + (big, x));
+        cs.enforce(
+            || "neg",
+            |l| l - x,
+            |l| l - (big, CS::one()),
+            |l| l + (big, x),
+        );
         cs.enforce(|| "empty", |l| l, |l| l, |l| l);
         let w = cs.alloc(|| "w", || Ok(self.0 * self.0.square()))?;
-        cs.enforce(|| "input in B", |l| l + x, |l| l + p, |l| l + (big, CS::one()) - (big, CS::one()) + w);
+        cs.enforce(
+            || "input in B",
+            |l| l + x,
+            |l| l + p,
+            |l| l + (big, CS::one()) - (big, CS::one()) + w,
+        );
         Ok(())
     }
 }
@@ -80,7 +129,10 @@ fn linear_combinations_follow_synthesize_term_by_term() {
         }
     }
     assert_eq!(seen, [true; 4], "every coefficient class recorded");
-    assert!(rec.row(0, 5).is_empty() && rec.row(2, 5).is_empty(), "the empty row stays empty");
+    assert!(
+        rec.row(0, 5).is_empty() && rec.row(2, 5).is_empty(),
+        "the empty row stays empty"
+    );
 }
 
 /// Pieces made with `CS::new()` and joined with `extend`, as FallbackPoSt does when its system
@@ -118,7 +170,11 @@ impl Circuit<Scalar> for Extending {
 #[test]
 fn extended_pieces_are_recorded_as_synthesize_joins_them() {
     let rec = same_as_synthesize("extending", Extending);
-    assert!(rec.mark("piece_1").is_some(), "marks of the pieces: {:?}", rec.marks());
+    assert!(
+        rec.mark("piece_1").is_some(),
+        "marks of the pieces: {:?}",
+        rec.marks()
+    );
 }
 
 /// Constraint count that follows a witness bit.
@@ -155,12 +211,22 @@ fn a_shape_that_follows_the_witness_is_refused() {
     let (rec, _) = record(CountFollowsWitness(2), true, 0).unwrap();
     assert!(witness(&rec, CountFollowsWitness(4), 0, 0, 0).is_ok());
     let err = witness(&rec, CountFollowsWitness(3), 0, 0, 0).unwrap_err();
-    assert!(matches!(err, EngineError::RecordingMismatch { .. }) && err.to_string().contains("constraints: 2 recorded, 3 synthesized"), "{err}");
+    assert!(
+        matches!(err, EngineError::RecordingMismatch { .. })
+            && err
+                .to_string()
+                .contains("constraints: 2 recorded, 3 synthesized"),
+        "{err}"
+    );
 
     let (rec, _) = record(StructureFollowsWitness(2), true, 0).unwrap();
     assert!(witness(&rec, StructureFollowsWitness(4), 0, 1, 0).is_ok());
     let err = witness(&rec, StructureFollowsWitness(3), 0, 1, 0).unwrap_err();
-    assert!(err.to_string().contains("constraint 1's A differs from the recording"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("constraint 1's A differs from the recording"),
+        "{err}"
+    );
     // Not sampled: the counts agree, the witness-only path cannot see it (the row check and the
     // sampled full synthesis of cuzk_engine::recorded::cache do; see recorded_file.rs).
     assert!(witness(&rec, StructureFollowsWitness(3), 0, 2, 0).is_ok());
@@ -175,27 +241,45 @@ struct Chains {
 }
 
 impl Chains {
-    fn prefix<CS: ConstraintSystem<Scalar>>(&self, cs: &mut CS) -> Result<(bellperson::Variable, Scalar), SynthesisError> {
+    fn prefix<CS: ConstraintSystem<Scalar>>(
+        &self,
+        cs: &mut CS,
+    ) -> Result<(bellperson::Variable, Scalar), SynthesisError> {
         let k = Scalar::from(self.seed + 2);
         let p = cs.alloc_input(|| "k", || Ok(k))?;
         let s = cs.alloc(|| "k²", || Ok(k.square()))?;
         cs.enforce(|| "square", |l| l + p, |l| l + p, |l| l + s);
         Ok((s, k.square()))
     }
-    fn chain<CS: ConstraintSystem<Scalar>>(&self, cs: &mut CS, i: usize, s: bellperson::Variable, sv: Scalar) -> Result<(), SynthesisError> {
+    fn chain<CS: ConstraintSystem<Scalar>>(
+        &self,
+        cs: &mut CS,
+        i: usize,
+        s: bellperson::Variable,
+        sv: Scalar,
+    ) -> Result<(), SynthesisError> {
         let (mut x, mut xv) = (s, sv);
         for j in 0..self.len {
             let yv = xv * Scalar::from((i * 31 + j) as u64 + 1);
             let y = cs.alloc(|| format!("y{j}"), || Ok(yv))?;
             let c = Scalar::from((i * 31 + j) as u64 + 1);
-            cs.enforce(|| format!("m{j}"), |l: LinearCombination<Scalar>| l + (c, x), |l| l + CS::one(), |l| l + y);
+            cs.enforce(
+                || format!("m{j}"),
+                |l: LinearCombination<Scalar>| l + (c, x),
+                |l| l + CS::one(),
+                |l| l + y,
+            );
             (x, xv) = (y, yv);
         }
         let out = cs.alloc_input(|| "out", || Ok(xv))?;
         cs.enforce(|| "out", |l| l + x, |l| l + CS::one(), |l| l + out);
         Ok(())
     }
-    fn suffix<CS: ConstraintSystem<Scalar>>(&self, cs: &mut CS, s: bellperson::Variable) -> Result<(), SynthesisError> {
+    fn suffix<CS: ConstraintSystem<Scalar>>(
+        &self,
+        cs: &mut CS,
+        s: bellperson::Variable,
+    ) -> Result<(), SynthesisError> {
         cs.enforce(|| "tail", |l| l + s, |l| l + CS::one(), |l| l + s);
         Ok(())
     }
@@ -213,9 +297,15 @@ impl Circuit<Scalar> for Chains {
 
 #[test]
 fn independent_pieces_synthesize_in_parallel_into_one_witness() {
-    let circuit = |seed| Chains { seed, chains: 5, len: 40 };
+    let circuit = |seed| Chains {
+        seed,
+        chains: 5,
+        len: 40,
+    };
     let (rec, _) = record(circuit(1), false, 0).unwrap();
-    let marks: Vec<_> = (0..5).map(|i| rec.mark(&format!("chain_{i}")).unwrap()).collect();
+    let marks: Vec<_> = (0..5)
+        .map(|i| rec.mark(&format!("chain_{i}")).unwrap())
+        .collect();
     let tiles = rec.tiling(&marks).unwrap();
     assert_eq!(tiles.len(), 11);
     assert_eq!(tiles[1].aux.len(), 40);
@@ -227,11 +317,15 @@ fn independent_pieces_synthesize_in_parallel_into_one_witness() {
     let (s, sv) = c.prefix(&mut first).unwrap();
     let rest: Vec<_> = pieces.collect();
     first.finish(0).unwrap();
-    let (chains, mut tail): (Vec<_>, Vec<_>) = rest.into_iter().enumerate().partition(|(j, _)| j % 2 == 0);
-    chains.into_par_iter().try_for_each(|(j, mut p)| {
-        c.chain(&mut p, j / 2, s, sv).unwrap();
-        p.finish(0)
-    }).unwrap();
+    let (chains, mut tail): (Vec<_>, Vec<_>) =
+        rest.into_iter().enumerate().partition(|(j, _)| j % 2 == 0);
+    chains
+        .into_par_iter()
+        .try_for_each(|(j, mut p)| {
+            c.chain(&mut p, j / 2, s, sv).unwrap();
+            p.finish(0)
+        })
+        .unwrap();
     let (_, mut last) = tail.pop().unwrap();
     for (_, p) in tail {
         p.finish(0).unwrap(); // the empty glue between chains
@@ -260,5 +354,8 @@ fn mulchain_counts_and_classes() {
     let (rec, _) = record(MulChain::random(100, 2, 1), false, 0).unwrap();
     let c = rec.counts();
     assert_eq!((c.inputs, c.aux, c.circuit_rows, c.table), (3, 201, 100, 0));
-    assert!(rec.entries(1).iter().all(|e| coeff::class((e >> 32) as u32) == Class::One));
+    assert!(rec
+        .entries(1)
+        .iter()
+        .all(|e| coeff::class((e >> 32) as u32) == Class::One));
 }

@@ -13,7 +13,11 @@ pub enum FilecoinError {
     #[error("{0}: not a sector size with registered proofs (2KiB, 8MiB, 512MiB, 32GiB, 64GiB)")]
     SectorSize(u64),
     #[error("parameters for {proof}: expected file {file} in {dir} (FIL_PROOFS_PARAMETER_CACHE), not found")]
-    MissingParams { proof: String, file: String, dir: PathBuf },
+    MissingParams {
+        proof: String,
+        file: String,
+        dir: PathBuf,
+    },
     #[error("parameters {file}: {detail}")]
     Params { file: PathBuf, detail: String },
     /// filecoin-proofs refused something while building circuits or inputs.
@@ -25,14 +29,23 @@ pub enum FilecoinError {
 
 impl FilecoinError {
     pub(crate) fn malformed(what: impl Into<String>, detail: impl std::fmt::Display) -> Self {
-        FilecoinError::Malformed { what: what.into(), detail: detail.to_string() }
+        FilecoinError::Malformed {
+            what: what.into(),
+            detail: detail.to_string(),
+        }
     }
     pub(crate) fn invalid(what: impl Into<String>, detail: impl std::fmt::Display) -> Self {
-        FilecoinError::Invalid { what: what.into(), detail: detail.to_string() }
+        FilecoinError::Invalid {
+            what: what.into(),
+            detail: detail.to_string(),
+        }
     }
     /// Wraps an error from filecoin-proofs / storage-proofs with what cuzk was doing.
     pub(crate) fn proofs(context: impl Into<String>) -> impl FnOnce(anyhow::Error) -> Self {
         let context = context.into();
-        move |e| FilecoinError::Proofs { context, detail: format!("{e:#}") }
+        move |e| FilecoinError::Proofs {
+            context,
+            detail: format!("{e:#}"),
+        }
     }
 }

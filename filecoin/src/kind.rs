@@ -11,7 +11,12 @@ pub enum ProofKind {
 }
 
 impl ProofKind {
-    pub const ALL: [ProofKind; 4] = [ProofKind::PoRep, ProofKind::SnapDeals, ProofKind::WindowPoSt, ProofKind::WinningPoSt];
+    pub const ALL: [ProofKind; 4] = [
+        ProofKind::PoRep,
+        ProofKind::SnapDeals,
+        ProofKind::WindowPoSt,
+        ProofKind::WinningPoSt,
+    ];
 
     /// Scheduling rank, higher first: a WinningPoSt misses its block if it waits, a WindowPoSt
     /// its deadline; PoRep and SnapDeals have hours.

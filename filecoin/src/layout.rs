@@ -32,7 +32,11 @@ impl CircuitLayout {
     /// Bytes of the `.params` file: the verifying key, the counts and every point section.
     pub fn params_bytes(&self) -> u64 {
         let (g1, g2) = (96u64, 192u64);
-        3 * g1 + 3 * g2 + 6 * 4 + g1 * (self.inputs + self.domain - 1 + self.aux + self.a + self.b) + g2 * self.b
+        3 * g1
+            + 3 * g2
+            + 6 * 4
+            + g1 * (self.inputs + self.domain - 1 + self.aux + self.a + self.b)
+            + g2 * self.b
     }
 
     /// The layout of an opened parameter set, for comparison.
@@ -50,7 +54,10 @@ impl CircuitLayout {
     /// Whether `srs` has exactly this layout (the constraint count is not in a parameter file;
     /// the domain stands for it).
     pub fn matches(&self, srs: &cuzk_srs::Srs) -> bool {
-        CircuitLayout { constraints: 0, ..*self } == CircuitLayout::of_srs(srs)
+        CircuitLayout {
+            constraints: 0,
+            ..*self
+        } == CircuitLayout::of_srs(srs)
     }
 }
 
@@ -64,7 +71,8 @@ struct Count;
 impl BlankSink for Count {
     type Out = Result<CircuitLayout, FilecoinError>;
     fn take<C: Circuit<Scalar> + Clone + Send + 'static>(self, blank: C) -> Self::Out {
-        let l = cuzk_engine::r1cs::layout(blank).map_err(|source| cuzk_engine::EngineError::Synthesis { circuit: 0, source })?;
+        let l = cuzk_engine::r1cs::layout(blank)
+            .map_err(|source| cuzk_engine::EngineError::Synthesis { circuit: 0, source })?;
         Ok(CircuitLayout {
             constraints: l.constraints as u64,
             inputs: l.inputs as u64,

@@ -21,7 +21,11 @@ pub const DEFAULT_DIR: &str = "/var/tmp/filecoin-proof-parameters";
 pub fn dir(explicit: Option<&Path>) -> PathBuf {
     explicit
         .map(Path::to_path_buf)
-        .or_else(|| std::env::var_os("FIL_PROOFS_PARAMETER_CACHE").filter(|v| !v.is_empty()).map(PathBuf::from))
+        .or_else(|| {
+            std::env::var_os("FIL_PROOFS_PARAMETER_CACHE")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        })
         .unwrap_or_else(|| PathBuf::from(DEFAULT_DIR))
 }
 
@@ -33,7 +37,11 @@ pub fn locate(registered: Registered, dir: &Path) -> Result<PathBuf, FilecoinErr
     if path.is_file() {
         Ok(path)
     } else {
-        Err(FilecoinError::MissingParams { proof: registered.to_string(), file, dir: dir.to_path_buf() })
+        Err(FilecoinError::MissingParams {
+            proof: registered.to_string(),
+            file,
+            dir: dir.to_path_buf(),
+        })
     }
 }
 
@@ -44,7 +52,10 @@ pub fn ensure_vk(registered: Registered, dir: &Path, srs: &Srs) -> Result<PathBu
     if path.is_file() {
         return Ok(path);
     }
-    let err = |e: std::io::Error| FilecoinError::Params { file: path.clone(), detail: e.to_string() };
+    let err = |e: std::io::Error| FilecoinError::Params {
+        file: path.clone(),
+        detail: e.to_string(),
+    };
     let mut bytes = Vec::new();
     srs.vk().write(&mut bytes).map_err(err)?;
     write_atomically(&path, &bytes).map_err(err)?;
@@ -61,19 +72,36 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// name in `dir` (unless present), and the `.vk` beside it. These are **not** the production
 /// parameters of Filecoin's trusted setup: proofs made with them verify only against them.
 /// Returns the path and whether it was generated now.
-pub fn generate(registered: Registered, dir: &Path, seed: u64) -> Result<(PathBuf, bool), FilecoinError> {
+pub fn generate(
+    registered: Registered,
+    dir: &Path,
+    seed: u64,
+) -> Result<(PathBuf, bool), FilecoinError> {
     let path = dir.join(registered.params_file_name()?);
     let generated = if path.is_file() {
         false
     } else {
-        std::fs::create_dir_all(dir).map_err(|e| FilecoinError::Params { file: dir.to_path_buf(), detail: e.to_string() })?;
+        std::fs::create_dir_all(dir).map_err(|e| FilecoinError::Params {
+            file: dir.to_path_buf(),
+            detail: e.to_string(),
+        })?;
         let params = blank(registered, Setup { seed })??;
         let tmp = path.with_extension(format!("params.tmp.{}", std::process::id()));
-        write_params(&tmp, &params).map_err(|e| FilecoinError::Params { file: tmp.clone(), detail: e.to_string() })?;
-        std::fs::rename(&tmp, &path).map_err(|e| FilecoinError::Params { file: path.clone(), detail: e.to_string() })?;
+        write_params(&tmp, &params).map_err(|e| FilecoinError::Params {
+            file: tmp.clone(),
+            detail: e.to_string(),
+        })?;
+        std::fs::rename(&tmp, &path).map_err(|e| FilecoinError::Params {
+            file: path.clone(),
+            detail: e.to_string(),
+        })?;
         true
     };
-    let srs = Srs::open(&path, &cuzk_srs::OpenOptions::default()).map_err(|e| FilecoinError::Params { file: path.clone(), detail: e.to_string() })?;
+    let srs =
+        Srs::open(&path, &cuzk_srs::OpenOptions::default()).map_err(|e| FilecoinError::Params {
+            file: path.clone(),
+            detail: e.to_string(),
+        })?;
     ensure_vk(registered, dir, &srs)?;
     Ok((path, generated))
 }

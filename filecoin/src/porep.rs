@@ -3,11 +3,11 @@
 
 use std::any::Any;
 
+use filecoin_hashers::Domain;
 use filecoin_proofs::constants::DefaultPieceHasher;
 use filecoin_proofs::types::{MerkleTreeTrait, PoRepConfig, VanillaSealProof as RawProof};
 use filecoin_proofs::{as_safe_commitment, parameters::setup_params, DefaultPieceDomain};
 use filecoin_proofs_api::seal::{SealCommitPhase1Output, VanillaSealProof};
-use filecoin_hashers::Domain;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
 
@@ -30,8 +30,13 @@ pub struct PoRepInput {
 impl PoRepInput {
     /// Parses the C1 output as filecoin-proofs-api serialises it (serde JSON).
     pub fn from_json(bytes: &[u8]) -> Result<PoRepInput, FilecoinError> {
-        let c1: SealCommitPhase1Output = serde_json::from_slice(bytes).map_err(|e| FilecoinError::malformed("C1 output (SealCommitPhase1Output JSON)", e))?;
-        Ok(PoRepInput { c1, prover_id: None, sector_id: None })
+        let c1: SealCommitPhase1Output = serde_json::from_slice(bytes)
+            .map_err(|e| FilecoinError::malformed("C1 output (SealCommitPhase1Output JSON)", e))?;
+        Ok(PoRepInput {
+            c1,
+            prover_id: None,
+            sector_id: None,
+        })
     }
 
     pub fn registered(&self) -> Registered {
@@ -47,7 +52,10 @@ impl PoRepInput {
 
 /// The vanilla proofs of the C1 output as the tree type `Tree`, refusing a variant of another
 /// sector size than the registered proof's.
-fn vanilla<Tree: 'static + MerkleTreeTrait>(v: VanillaSealProof, size: u64) -> Result<Vec<Vec<RawProof<Tree>>>, FilecoinError> {
+fn vanilla<Tree: 'static + MerkleTreeTrait>(
+    v: VanillaSealProof,
+    size: u64,
+) -> Result<Vec<Vec<RawProof<Tree>>>, FilecoinError> {
     use filecoin_proofs::constants as c;
     let (raw, of): (Box<dyn Any>, u64) = match v {
         VanillaSealProof::StackedDrg2KiBV1(p) => (Box::new(p), c::SECTOR_SIZE_2_KIB),
@@ -65,20 +73,40 @@ fn vanilla<Tree: 'static + MerkleTreeTrait>(v: VanillaSealProof, size: u64) -> R
 }
 
 /// The compound proof's public parameters of `config`, as `seal_commit_phase2` sets them up.
-fn public_params<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> Result<compound_proof::PublicParams<'static, StackedDrg<'static, Tree, DefaultPieceHasher>>, FilecoinError> {
+fn public_params<Tree: 'static + MerkleTreeTrait>(
+    config: &PoRepConfig,
+) -> Result<
+    compound_proof::PublicParams<'static, StackedDrg<'static, Tree, DefaultPieceHasher>>,
+    FilecoinError,
+> {
     let setup = compound_proof::SetupParams {
-        vanilla_params: setup_params(config).map_err(FilecoinError::proofs("PoRep setup parameters"))?,
+        vanilla_params: setup_params(config)
+            .map_err(FilecoinError::proofs("PoRep setup parameters"))?,
         partitions: Some(usize::from(config.partitions)),
         priority: false,
     };
-    <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::setup(&setup).map_err(FilecoinError::proofs("PoRep public parameters"))
+    <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+        StackedDrg<'_, Tree, DefaultPieceHasher>,
+        _,
+    >>::setup(&setup)
+    .map_err(FilecoinError::proofs("PoRep public parameters"))
 }
 
-fn build_shaped<Tree: 'static + MerkleTreeTrait, S: CircuitSink>(c1: SealCommitPhase1Output, sink: S) -> Result<S::Out, FilecoinError> {
+fn build_shaped<Tree: 'static + MerkleTreeTrait, S: CircuitSink>(
+    c1: SealCommitPhase1Output,
+    sink: S,
+) -> Result<S::Out, FilecoinError> {
     let registered = c1.registered_proof;
     let config = registered.as_v1_config();
     let size = u64::from(registered.sector_size());
-    let SealCommitPhase1Output { vanilla_proofs, comm_r, comm_d, replica_id, seed, .. } = c1;
+    let SealCommitPhase1Output {
+        vanilla_proofs,
+        comm_r,
+        comm_d,
+        replica_id,
+        seed,
+        ..
+    } = c1;
     let what = "C1 output";
     if comm_d == [0; 32] || comm_r == [0; 32] {
         return Err(FilecoinError::invalid(what, "an all-zero comm_d or comm_r"));
@@ -91,14 +119,31 @@ fn build_shaped<Tree: 'static + MerkleTreeTrait, S: CircuitSink>(c1: SealCommitP
     if vanilla_proofs.len() != partitions || vanilla_proofs.iter().any(|p| p.is_empty()) {
         return Err(FilecoinError::invalid(
             what,
-            format!("{} partitions of vanilla proofs (some empty: {}); {registered:?} has {partitions}", vanilla_proofs.len(), vanilla_proofs.iter().any(|p| p.is_empty())),
+            format!(
+                "{} partitions of vanilla proofs (some empty: {}); {registered:?} has {partitions}",
+                vanilla_proofs.len(),
+                vanilla_proofs.iter().any(|p| p.is_empty())
+            ),
         ));
     }
-    let comm_r_safe = as_safe_commitment(&comm_r, "comm_r").map_err(FilecoinError::proofs("comm_r"))?;
-    let comm_d_safe = DefaultPieceDomain::try_from_bytes(&comm_d).map_err(FilecoinError::proofs("comm_d"))?;
+    let comm_r_safe =
+        as_safe_commitment(&comm_r, "comm_r").map_err(FilecoinError::proofs("comm_r"))?;
+    let comm_d_safe =
+        DefaultPieceDomain::try_from_bytes(&comm_d).map_err(FilecoinError::proofs("comm_d"))?;
     // The replica id as a tree-hasher domain element of `Tree` (the same Poseidon domain).
-    let replica_id = <Tree::Hasher as filecoin_hashers::Hasher>::Domain::try_from_bytes(&replica_id.into_bytes()).map_err(FilecoinError::proofs("replica_id"))?;
-    let pub_in = stacked::PublicInputs { replica_id, tau: Some(stacked::Tau { comm_d: comm_d_safe, comm_r: comm_r_safe }), k: None, seed: Some(seed) };
+    let replica_id = <Tree::Hasher as filecoin_hashers::Hasher>::Domain::try_from_bytes(
+        &replica_id.into_bytes(),
+    )
+    .map_err(FilecoinError::proofs("replica_id"))?;
+    let pub_in = stacked::PublicInputs {
+        replica_id,
+        tau: Some(stacked::Tau {
+            comm_d: comm_d_safe,
+            comm_r: comm_r_safe,
+        }),
+        k: None,
+        seed: Some(seed),
+    };
 
     let pp = public_params::<Tree>(&config)?;
     let per_partition = pp.vanilla_params.challenges.num_challenges_per_partition();
@@ -106,29 +151,74 @@ fn build_shaped<Tree: 'static + MerkleTreeTrait, S: CircuitSink>(c1: SealCommitP
     let mut public_inputs = Vec::with_capacity(partitions);
     for (k, proofs) in vanilla_proofs.iter().enumerate() {
         if proofs.len() != per_partition {
-            return Err(FilecoinError::invalid(what, format!("partition {k} has {} challenge proofs; {registered:?} takes {per_partition}", proofs.len())));
+            return Err(FilecoinError::invalid(
+                what,
+                format!(
+                    "partition {k} has {} challenge proofs; {registered:?} takes {per_partition}",
+                    proofs.len()
+                ),
+            ));
         }
         // What StackedCompound::circuit puts in its StackedCircuit, kept in parts.
         let (comm_r_last, comm_c) = (proofs[0].comm_r_last(), proofs[0].comm_c());
-        if proofs.iter().any(|p| p.comm_r_last() != comm_r_last || p.comm_c() != comm_c) {
-            return Err(FilecoinError::invalid(what, format!("partition {k}: its challenge proofs disagree on comm_r_last or comm_c")));
+        if proofs
+            .iter()
+            .any(|p| p.comm_r_last() != comm_r_last || p.comm_c() != comm_c)
+        {
+            return Err(FilecoinError::invalid(
+                what,
+                format!("partition {k}: its challenge proofs disagree on comm_r_last or comm_c"),
+            ));
         }
-        circuits.push(PoRepPartition::<Tree> { replica_id, comm_d: comm_d_safe, comm_r: comm_r_safe, comm_r_last, comm_c, proofs: proofs.clone() });
+        circuits.push(PoRepPartition::<Tree> {
+            replica_id,
+            comm_d: comm_d_safe,
+            comm_r: comm_r_safe,
+            comm_r_last,
+            comm_c,
+            proofs: proofs.clone(),
+        });
         public_inputs.push(
-            StackedCompound::<Tree, DefaultPieceHasher>::generate_public_inputs(&pub_in, &pp.vanilla_params, Some(k))
-                .map_err(FilecoinError::proofs(format!("PoRep partition {k} public inputs")))?,
+            StackedCompound::<Tree, DefaultPieceHasher>::generate_public_inputs(
+                &pub_in,
+                &pp.vanilla_params,
+                Some(k),
+            )
+            .map_err(FilecoinError::proofs(format!(
+                "PoRep partition {k} public inputs"
+            )))?,
         );
     }
-    Ok(sink.take(Partitions { circuits, public_inputs, parallel_witness: Some(parallel_witness::<Tree>) }))
+    Ok(sink.take(Partitions {
+        circuits,
+        public_inputs,
+        parallel_witness: Some(parallel_witness::<Tree>),
+    }))
 }
 
 /// The blank (witness-free) partition circuit of `registered`, for parameter generation and
 /// shape checks.
-pub fn blank<S: BlankSink>(registered: filecoin_proofs_api::RegisteredSealProof, sink: S) -> Result<S::Out, FilecoinError> {
-    with_shape!(u64::from(registered.sector_size()), blank_shaped<S>, registered, sink)
+pub fn blank<S: BlankSink>(
+    registered: filecoin_proofs_api::RegisteredSealProof,
+    sink: S,
+) -> Result<S::Out, FilecoinError> {
+    with_shape!(
+        u64::from(registered.sector_size()),
+        blank_shaped<S>,
+        registered,
+        sink
+    )
 }
 
-fn blank_shaped<Tree: 'static + MerkleTreeTrait, S: BlankSink>(registered: filecoin_proofs_api::RegisteredSealProof, sink: S) -> Result<S::Out, FilecoinError> {
+fn blank_shaped<Tree: 'static + MerkleTreeTrait, S: BlankSink>(
+    registered: filecoin_proofs_api::RegisteredSealProof,
+    sink: S,
+) -> Result<S::Out, FilecoinError> {
     let vp = public_params::<Tree>(&registered.as_v1_config())?.vanilla_params;
-    Ok(sink.take(Remake(move || <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::blank_circuit(&vp))))
+    Ok(sink.take(Remake(move || {
+        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+            StackedDrg<'_, Tree, DefaultPieceHasher>,
+            _,
+        >>::blank_circuit(&vp)
+    })))
 }

@@ -32,7 +32,11 @@ pub struct PoRepPartition<Tree: 'static + MerkleTreeTrait> {
 }
 
 impl<Tree: 'static + MerkleTreeTrait> PoRepPartition<Tree> {
-    fn synthesize_with<CS: ConstraintSystem<Scalar>>(&self, cs: CS, proofs: Vec<RawProof<Tree>>) -> Result<(), SynthesisError> {
+    fn synthesize_with<CS: ConstraintSystem<Scalar>>(
+        &self,
+        cs: CS,
+        proofs: Vec<RawProof<Tree>>,
+    ) -> Result<(), SynthesisError> {
         StackedCircuit::<Tree, DefaultPieceHasher>::synthesize(
             cs,
             Some(self.replica_id),
@@ -53,47 +57,86 @@ impl<Tree: 'static + MerkleTreeTrait> Circuit<Scalar> for PoRepPartition<Tree> {
 }
 
 fn mismatch(circuit: usize, what: impl Into<String>) -> EngineError {
-    EngineError::RecordingMismatch { circuit, what: what.into() }
+    EngineError::RecordingMismatch {
+        circuit,
+        what: what.into(),
+    }
 }
 
 /// The witness of partition `index` against its recording `rec`, the challenges in parallel.
-pub fn parallel_witness<Tree: 'static + MerkleTreeTrait>(p: PoRepPartition<Tree>, rec: &Recording, index: usize) -> Result<Values, EngineError> {
+pub fn parallel_witness<Tree: 'static + MerkleTreeTrait>(
+    p: PoRepPartition<Tree>,
+    rec: &Recording,
+    index: usize,
+) -> Result<Values, EngineError> {
     let n = p.proofs.len();
     let marks: Vec<&Mark> = (0..n)
-        .map(|i| rec.mark(&format!("challenge_{i}")).ok_or_else(|| mismatch(index, format!("the recording has no challenge_{i} namespace"))))
+        .map(|i| {
+            rec.mark(&format!("challenge_{i}")).ok_or_else(|| {
+                mismatch(
+                    index,
+                    format!("the recording has no challenge_{i} namespace"),
+                )
+            })
+        })
         .collect::<Result<_, _>>()?;
     let ranges = rec.tiling(&marks)?;
     // [glue, challenge 0, between, challenge 1, …, challenge n−1, tail]: only the first glue is
     // non-empty in a StackedCircuit.
-    let glue = ranges.first().cloned().ok_or_else(|| mismatch(index, "no pieces"))?;
+    let glue = ranges
+        .first()
+        .cloned()
+        .ok_or_else(|| mismatch(index, "no pieces"))?;
     if glue.inputs.start != 1 || glue.aux.start != 0 || glue.rows.start != 0 {
         return Err(mismatch(index, "the glue does not open the witness"));
     }
-    let empty = |r: &cuzk_engine::recorded::PieceRange| r.inputs.is_empty() && r.aux.is_empty() && r.rows.is_empty();
+    let empty = |r: &cuzk_engine::recorded::PieceRange| {
+        r.inputs.is_empty() && r.aux.is_empty() && r.rows.is_empty()
+    };
     if ranges.iter().skip(2).step_by(2).any(|r| !empty(r)) {
-        return Err(mismatch(index, "variables or constraints between or after the challenges"));
+        return Err(mismatch(
+            index,
+            "variables or constraints between or after the challenges",
+        ));
     }
     let mut w = Witness::for_recording(rec);
     {
         let mut pieces = w.pieces(&ranges)?.into_iter();
-        let mut glue_piece = pieces.next().ok_or_else(|| mismatch(index, "no glue piece"))?;
+        let mut glue_piece = pieces
+            .next()
+            .ok_or_else(|| mismatch(index, "no glue piece"))?;
         let rest: Vec<WitnessPiece<'_>> = pieces.collect();
-        let (challenges, others): (Vec<_>, Vec<_>) = rest.into_iter().enumerate().partition(|(k, _)| k % 2 == 0);
+        let (challenges, others): (Vec<_>, Vec<_>) =
+            rest.into_iter().enumerate().partition(|(k, _)| k % 2 == 0);
         let sizes = (glue.inputs.len(), glue.aux.len(), glue.rows.len());
-        let synth = |e: SynthesisError| EngineError::Synthesis { circuit: index, source: e };
+        let synth = |e: SynthesisError| EngineError::Synthesis {
+            circuit: index,
+            source: e,
+        };
         let glue_run = || -> Result<(), EngineError> {
             p.synthesize_with(&mut glue_piece, vec![]).map_err(synth)?;
             glue_piece.finish(index)
         };
         let run = || -> Result<(), EngineError> {
-            challenges.into_par_iter().zip(p.proofs.par_iter()).try_for_each(|((_, mut piece), proof)| {
-                let mut cs = SkipGlue { piece: &mut piece, glue: sizes, seen: (0, 0, 0) };
-                p.synthesize_with(&mut cs, vec![proof.clone()]).map_err(synth)?;
-                if cs.seen != (sizes.0, sizes.1, sizes.2) {
-                    return Err(mismatch(index, "a challenge's glue differs from the partition's"));
-                }
-                piece.finish(index)
-            })
+            challenges
+                .into_par_iter()
+                .zip(p.proofs.par_iter())
+                .try_for_each(|((_, mut piece), proof)| {
+                    let mut cs = SkipGlue {
+                        piece: &mut piece,
+                        glue: sizes,
+                        seen: (0, 0, 0),
+                    };
+                    p.synthesize_with(&mut cs, vec![proof.clone()])
+                        .map_err(synth)?;
+                    if cs.seen != (sizes.0, sizes.1, sizes.2) {
+                        return Err(mismatch(
+                            index,
+                            "a challenge's glue differs from the partition's",
+                        ));
+                    }
+                    piece.finish(index)
+                })
         };
         let (g, c) = rayon::join(glue_run, run);
         g?;

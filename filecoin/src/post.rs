@@ -4,9 +4,12 @@
 //! `generate_winning_post_with_vanilla` build them; the public inputs are those its verifiers
 //! (`verify_window_post`, `verify_winning_post`) compute for that partition.
 
-use filecoin_proofs::types::{MerkleTreeTrait, PoStConfig};
-use filecoin_proofs::{as_safe_commitment, parameters, single_partition_vanilla_proofs, FallbackPoStSectorProof, PoStType};
 use filecoin_hashers::Hasher;
+use filecoin_proofs::types::{MerkleTreeTrait, PoStConfig};
+use filecoin_proofs::{
+    as_safe_commitment, parameters, single_partition_vanilla_proofs, FallbackPoStSectorProof,
+    PoStType,
+};
 use filecoin_proofs_api::RegisteredPoStProof;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_post::fallback::{self, FallbackPoSt, FallbackPoStCompound, PublicSector};
@@ -36,7 +39,12 @@ impl PoStInput {
     }
 
     pub fn build<S: CircuitSink>(self, sink: S) -> Result<S::Out, FilecoinError> {
-        with_shape!(u64::from(self.registered.sector_size()), build_shaped<S>, self, sink)
+        with_shape!(
+            u64::from(self.registered.sector_size()),
+            build_shaped<S>,
+            self,
+            sink
+        )
     }
 }
 
@@ -47,17 +55,36 @@ fn what(typ: PoStType) -> &'static str {
     }
 }
 
-fn setup<Tree: 'static + MerkleTreeTrait>(config: &PoStConfig) -> Result<compound_proof::PublicParams<'static, FallbackPoSt<'static, Tree>>, FilecoinError> {
+fn setup<Tree: 'static + MerkleTreeTrait>(
+    config: &PoStConfig,
+) -> Result<compound_proof::PublicParams<'static, FallbackPoSt<'static, Tree>>, FilecoinError> {
     let vanilla_params = match config.typ.clone() {
         PoStType::Window => parameters::window_post_setup_params(config),
-        PoStType::Winning => parameters::winning_post_setup_params(config).map_err(FilecoinError::proofs("WinningPoSt setup parameters"))?,
+        PoStType::Winning => parameters::winning_post_setup_params(config)
+            .map_err(FilecoinError::proofs("WinningPoSt setup parameters"))?,
     };
-    FallbackPoStCompound::<Tree>::setup(&compound_proof::SetupParams { vanilla_params, partitions: None, priority: false })
-        .map_err(FilecoinError::proofs(format!("{} public parameters", what(config.typ.clone()))))
+    FallbackPoStCompound::<Tree>::setup(&compound_proof::SetupParams {
+        vanilla_params,
+        partitions: None,
+        priority: false,
+    })
+    .map_err(FilecoinError::proofs(format!(
+        "{} public parameters",
+        what(config.typ.clone())
+    )))
 }
 
-fn build_shaped<Tree: 'static + MerkleTreeTrait, S: CircuitSink>(input: PoStInput, sink: S) -> Result<S::Out, FilecoinError> {
-    let PoStInput { registered, vanilla_proofs, randomness, prover_id, partition_index } = input;
+fn build_shaped<Tree: 'static + MerkleTreeTrait, S: CircuitSink>(
+    input: PoStInput,
+    sink: S,
+) -> Result<S::Out, FilecoinError> {
+    let PoStInput {
+        registered,
+        vanilla_proofs,
+        randomness,
+        prover_id,
+        partition_index,
+    } = input;
     let config = registered.as_v1_config();
     let name = what(config.typ.clone());
     let pp = setup::<Tree>(&config)?;
@@ -72,7 +99,13 @@ fn build_shaped<Tree: 'static + MerkleTreeTrait, S: CircuitSink>(input: PoStInpu
     match config.typ.clone() {
         PoStType::Window => {
             if proofs.is_empty() || proofs.len() > per_partition {
-                return Err(FilecoinError::invalid(format!("{name} request"), format!("{} sector proofs; a partition takes 1 to {per_partition}", proofs.len())));
+                return Err(FilecoinError::invalid(
+                    format!("{name} request"),
+                    format!(
+                        "{} sector proofs; a partition takes 1 to {per_partition}",
+                        proofs.len()
+                    ),
+                ));
             }
         }
         PoStType::Winning => {
@@ -92,24 +125,58 @@ fn build_shaped<Tree: 'static + MerkleTreeTrait, S: CircuitSink>(input: PoStInpu
         if s.len() != 1 || s[0].inclusion_proofs.len() != want {
             return Err(FilecoinError::invalid(
                 format!("{name} vanilla proof {i} (sector {})", p.sector_id),
-                format!("{} sector proofs with {:?} inclusion proofs; 1 with {want} expected", s.len(), s.iter().map(|x| x.inclusion_proofs.len()).collect::<Vec<_>>()),
+                format!(
+                    "{} sector proofs with {:?} inclusion proofs; 1 with {want} expected",
+                    s.len(),
+                    s.iter()
+                        .map(|x| x.inclusion_proofs.len())
+                        .collect::<Vec<_>>()
+                ),
             ));
         }
     }
     for w in proofs.windows(2) {
         if w[0].sector_id >= w[1].sector_id {
-            return Err(FilecoinError::invalid(format!("{name} request"), format!("sector proofs not in increasing sector order ({} then {})", w[0].sector_id, w[1].sector_id)));
+            return Err(FilecoinError::invalid(
+                format!("{name} request"),
+                format!(
+                    "sector proofs not in increasing sector order ({} then {})",
+                    w[0].sector_id, w[1].sector_id
+                ),
+            ));
         }
     }
 
-    let randomness_safe: <Tree::Hasher as Hasher>::Domain = as_safe_commitment(&randomness, "randomness").map_err(FilecoinError::proofs("randomness"))?;
-    let prover_id_safe: <Tree::Hasher as Hasher>::Domain = as_safe_commitment(&prover_id, "prover_id").map_err(FilecoinError::proofs("prover_id"))?;
-    let sectors: Vec<PublicSector<_>> = proofs.iter().map(|p| PublicSector { id: p.sector_id, comm_r: p.comm_r }).collect();
+    let randomness_safe: <Tree::Hasher as Hasher>::Domain =
+        as_safe_commitment(&randomness, "randomness")
+            .map_err(FilecoinError::proofs("randomness"))?;
+    let prover_id_safe: <Tree::Hasher as Hasher>::Domain =
+        as_safe_commitment(&prover_id, "prover_id").map_err(FilecoinError::proofs("prover_id"))?;
+    let sectors: Vec<PublicSector<_>> = proofs
+        .iter()
+        .map(|p| PublicSector {
+            id: p.sector_id,
+            comm_r: p.comm_r,
+        })
+        .collect();
 
     // The prover's view: this partition's sectors only.
-    let prover_in = fallback::PublicInputs { randomness: randomness_safe, prover_id: prover_id_safe, sectors: sectors.clone(), k: Some(partition_index) };
-    let vanilla = single_partition_vanilla_proofs(&config, &pp.vanilla_params, &prover_in, &proofs).map_err(FilecoinError::proofs(format!("{name} partition proof")))?;
-    let circuit = FallbackPoStCompound::<Tree>::circuit(&prover_in, Default::default(), &vanilla, &pp.vanilla_params, Some(0)).map_err(FilecoinError::proofs(format!("{name} circuit")))?;
+    let prover_in = fallback::PublicInputs {
+        randomness: randomness_safe,
+        prover_id: prover_id_safe,
+        sectors: sectors.clone(),
+        k: Some(partition_index),
+    };
+    let vanilla = single_partition_vanilla_proofs(&config, &pp.vanilla_params, &prover_in, &proofs)
+        .map_err(FilecoinError::proofs(format!("{name} partition proof")))?;
+    let circuit = FallbackPoStCompound::<Tree>::circuit(
+        &prover_in,
+        Default::default(),
+        &vanilla,
+        &pp.vanilla_params,
+        Some(0),
+    )
+    .map_err(FilecoinError::proofs(format!("{name} circuit")))?;
 
     // The verifier's view of the same partition.
     let (verifier_sectors, k) = match config.typ.clone() {
@@ -120,20 +187,50 @@ fn build_shaped<Tree: 'static + MerkleTreeTrait, S: CircuitSink>(input: PoStInpu
             (v, partition_index)
         }
         // verify_winning_post lists the sector once per challenge.
-        PoStType::Winning => (std::iter::repeat_n(sectors[0].clone(), per_partition).collect(), 0),
+        PoStType::Winning => (
+            std::iter::repeat_n(sectors[0].clone(), per_partition).collect(),
+            0,
+        ),
     };
-    let verifier_in = fallback::PublicInputs { randomness: randomness_safe, prover_id: prover_id_safe, sectors: verifier_sectors, k: None };
-    let inputs = FallbackPoStCompound::<Tree>::generate_public_inputs(&verifier_in, &pp.vanilla_params, Some(k)).map_err(FilecoinError::proofs(format!("{name} public inputs")))?;
-    Ok(sink.take(Partitions { circuits: vec![circuit], public_inputs: vec![inputs], parallel_witness: None }))
+    let verifier_in = fallback::PublicInputs {
+        randomness: randomness_safe,
+        prover_id: prover_id_safe,
+        sectors: verifier_sectors,
+        k: None,
+    };
+    let inputs = FallbackPoStCompound::<Tree>::generate_public_inputs(
+        &verifier_in,
+        &pp.vanilla_params,
+        Some(k),
+    )
+    .map_err(FilecoinError::proofs(format!("{name} public inputs")))?;
+    Ok(sink.take(Partitions {
+        circuits: vec![circuit],
+        public_inputs: vec![inputs],
+        parallel_witness: None,
+    }))
 }
 
 /// The blank circuit of `registered`.
-pub fn blank<S: BlankSink>(registered: RegisteredPoStProof, sink: S) -> Result<S::Out, FilecoinError> {
-    with_shape!(u64::from(registered.sector_size()), blank_shaped<S>, registered, sink)
+pub fn blank<S: BlankSink>(
+    registered: RegisteredPoStProof,
+    sink: S,
+) -> Result<S::Out, FilecoinError> {
+    with_shape!(
+        u64::from(registered.sector_size()),
+        blank_shaped<S>,
+        registered,
+        sink
+    )
 }
 
-fn blank_shaped<Tree: 'static + MerkleTreeTrait, S: BlankSink>(registered: RegisteredPoStProof, sink: S) -> Result<S::Out, FilecoinError> {
+fn blank_shaped<Tree: 'static + MerkleTreeTrait, S: BlankSink>(
+    registered: RegisteredPoStProof,
+    sink: S,
+) -> Result<S::Out, FilecoinError> {
     let pp = setup::<Tree>(&registered.as_v1_config())?;
     let vp = pp.vanilla_params;
-    Ok(sink.take(Remake(move || FallbackPoStCompound::<Tree>::blank_circuit(&vp))))
+    Ok(sink.take(Remake(move || {
+        FallbackPoStCompound::<Tree>::blank_circuit(&vp)
+    })))
 }

@@ -20,7 +20,12 @@ pub enum Rs<'a> {
 
 /// Proves `parsed` against `srs` on `backend`: synthesis, the public inputs checked against
 /// filecoin-proofs' own, proofs self-verified. The bytes are `ProofBatch::to_bytes`.
-pub fn prove(parsed: Parsed, srs: &Srs, backend: &dyn Backend, rs: Rs<'_>) -> Result<ProofBatch, FilecoinError> {
+pub fn prove(
+    parsed: Parsed,
+    srs: &Srs,
+    backend: &dyn Backend,
+    rs: Rs<'_>,
+) -> Result<ProofBatch, FilecoinError> {
     parsed.build(InProcess { srs, backend, rs })?
 }
 
@@ -38,7 +43,14 @@ impl CircuitSink for InProcess<'_> {
             Rs::Fixed(rs) => rs.iter().copied().unzip(),
             Rs::Random => {
                 let mut rng = rand::thread_rng();
-                (0..n).map(|_| (<Scalar as ff::Field>::random(&mut rng), <Scalar as ff::Field>::random(&mut rng))).unzip()
+                (0..n)
+                    .map(|_| {
+                        (
+                            <Scalar as ff::Field>::random(&mut rng),
+                            <Scalar as ff::Field>::random(&mut rng),
+                        )
+                    })
+                    .unzip()
             }
         };
         let batch = Prover::new(self.srs, self.backend).prove(parts.circuits, &r, &s)?;
@@ -51,7 +63,10 @@ impl CircuitSink for InProcess<'_> {
 /// computes.
 pub fn check_inputs(got: &[Vec<Scalar>], expected: &[Vec<Scalar>]) -> Result<(), FilecoinError> {
     if got.len() != expected.len() {
-        return Err(FilecoinError::invalid("partitions", format!("{} proved, {} expected", got.len(), expected.len())));
+        return Err(FilecoinError::invalid(
+            "partitions",
+            format!("{} proved, {} expected", got.len(), expected.len()),
+        ));
     }
     for (k, (g, e)) in got.iter().zip(expected).enumerate() {
         cuzk_engine::verify::check_public_inputs(k, g, e)?;

@@ -45,7 +45,13 @@ const SEAL: [RegisteredSealProof; 20] = {
 
 const UPDATE: [RegisteredUpdateProof; 5] = {
     use RegisteredUpdateProof::*;
-    [StackedDrg2KiBV1, StackedDrg8MiBV1, StackedDrg512MiBV1, StackedDrg32GiBV1, StackedDrg64GiBV1]
+    [
+        StackedDrg2KiBV1,
+        StackedDrg8MiBV1,
+        StackedDrg512MiBV1,
+        StackedDrg32GiBV1,
+        StackedDrg64GiBV1,
+    ]
 };
 
 const POST: [RegisteredPoStProof; 15] = {
@@ -71,17 +77,32 @@ const POST: [RegisteredPoStProof; 15] = {
 
 /// The seal proof with `abi` number `n`.
 pub fn seal_from_abi(n: u64) -> Result<RegisteredSealProof, FilecoinError> {
-    SEAL.get(n as usize).copied().ok_or_else(|| FilecoinError::invalid("registered seal proof", format!("abi number {n} (0–19 exist)")))
+    SEAL.get(n as usize).copied().ok_or_else(|| {
+        FilecoinError::invalid(
+            "registered seal proof",
+            format!("abi number {n} (0–19 exist)"),
+        )
+    })
 }
 
 /// The update proof with `abi` number `n`.
 pub fn update_from_abi(n: u64) -> Result<RegisteredUpdateProof, FilecoinError> {
-    UPDATE.get(n as usize).copied().ok_or_else(|| FilecoinError::invalid("registered update proof", format!("abi number {n} (0–4 exist)")))
+    UPDATE.get(n as usize).copied().ok_or_else(|| {
+        FilecoinError::invalid(
+            "registered update proof",
+            format!("abi number {n} (0–4 exist)"),
+        )
+    })
 }
 
 /// The PoSt proof with `abi` number `n`.
 pub fn post_from_abi(n: u64) -> Result<RegisteredPoStProof, FilecoinError> {
-    POST.get(n as usize).copied().ok_or_else(|| FilecoinError::invalid("registered PoSt proof", format!("abi number {n} (0–14 exist)")))
+    POST.get(n as usize).copied().ok_or_else(|| {
+        FilecoinError::invalid(
+            "registered PoSt proof",
+            format!("abi number {n} (0–14 exist)"),
+        )
+    })
 }
 
 /// Parses a registered proof of `kind` from its name (`StackedDrg2KiBV1_1`) or `abi` number.
@@ -98,14 +119,34 @@ pub fn parse(kind: ProofKind, s: &str) -> Result<Registered, FilecoinError> {
         };
     }
     let by_name = |names: Vec<(String, Registered)>| {
-        names.into_iter().find(|(n, _)| n == s).map(|(_, r)| r).ok_or_else(|| {
-            FilecoinError::invalid(format!("registered {kind} proof"), format!("`{s}` is not one of its names or abi numbers"))
-        })
+        names
+            .into_iter()
+            .find(|(n, _)| n == s)
+            .map(|(_, r)| r)
+            .ok_or_else(|| {
+                FilecoinError::invalid(
+                    format!("registered {kind} proof"),
+                    format!("`{s}` is not one of its names or abi numbers"),
+                )
+            })
     };
     let r = match kind {
-        ProofKind::PoRep => by_name(SEAL.iter().map(|p| (format!("{p:?}"), Registered::Seal(*p))).collect())?,
-        ProofKind::SnapDeals => by_name(UPDATE.iter().map(|p| (format!("{p:?}"), Registered::Update(*p))).collect())?,
-        ProofKind::WindowPoSt | ProofKind::WinningPoSt => by_name(POST.iter().map(|p| (format!("{p:?}"), Registered::PoSt(*p))).collect())?,
+        ProofKind::PoRep => by_name(
+            SEAL.iter()
+                .map(|p| (format!("{p:?}"), Registered::Seal(*p)))
+                .collect(),
+        )?,
+        ProofKind::SnapDeals => by_name(
+            UPDATE
+                .iter()
+                .map(|p| (format!("{p:?}"), Registered::Update(*p)))
+                .collect(),
+        )?,
+        ProofKind::WindowPoSt | ProofKind::WinningPoSt => by_name(
+            POST.iter()
+                .map(|p| (format!("{p:?}"), Registered::PoSt(*p)))
+                .collect(),
+        )?,
     };
     r.expect_kind(kind)
 }
@@ -126,7 +167,10 @@ impl Registered {
         if self.kind() == kind {
             Ok(self)
         } else {
-            Err(FilecoinError::invalid(format!("registered {kind} proof"), format!("{self} is a {} proof", self.kind())))
+            Err(FilecoinError::invalid(
+                format!("registered {kind} proof"),
+                format!("{self} is a {} proof", self.kind()),
+            ))
         }
     }
 
@@ -153,10 +197,16 @@ impl Registered {
     pub fn params_file_name(self) -> Result<String, FilecoinError> {
         let path = match self {
             Registered::Seal(p) => p.cache_params_path(),
-            Registered::Update(p) => return Ok(storage_proofs_core::parameter_cache::parameter_id(&crate::snap::cache_identifier(p)?)),
+            Registered::Update(p) => {
+                return Ok(storage_proofs_core::parameter_cache::parameter_id(
+                    &crate::snap::cache_identifier(p)?,
+                ))
+            }
             Registered::PoSt(p) => p.cache_params_path(),
         }
-        .map_err(FilecoinError::proofs(format!("parameter file name of {self}")))?;
+        .map_err(FilecoinError::proofs(format!(
+            "parameter file name of {self}"
+        )))?;
         file_name(&path)
     }
 
@@ -164,10 +214,16 @@ impl Registered {
     pub fn vk_file_name(self) -> Result<String, FilecoinError> {
         let path = match self {
             Registered::Seal(p) => p.cache_verifying_key_path(),
-            Registered::Update(p) => return Ok(storage_proofs_core::parameter_cache::verifying_key_id(&crate::snap::cache_identifier(p)?)),
+            Registered::Update(p) => {
+                return Ok(storage_proofs_core::parameter_cache::verifying_key_id(
+                    &crate::snap::cache_identifier(p)?,
+                ))
+            }
             Registered::PoSt(p) => p.cache_verifying_key_path(),
         }
-        .map_err(FilecoinError::proofs(format!("verifying key file name of {self}")))?;
+        .map_err(FilecoinError::proofs(format!(
+            "verifying key file name of {self}"
+        )))?;
         file_name(&path)
     }
 }
@@ -202,9 +258,15 @@ mod tests {
         // filecoin-proofs-api's own porep-id table agrees with the positions (its first 8 bytes).
         for p in SEAL {
             let id = p.as_v1_config().porep_id;
-            assert_eq!(Registered::Seal(p).abi(), u64::from_le_bytes(id[..8].try_into().unwrap()));
+            assert_eq!(
+                Registered::Seal(p).abi(),
+                u64::from_le_bytes(id[..8].try_into().unwrap())
+            );
         }
-        assert_eq!(post_from_abi(10).unwrap(), RegisteredPoStProof::StackedDrgWindow2KiBV1_2);
+        assert_eq!(
+            post_from_abi(10).unwrap(),
+            RegisteredPoStProof::StackedDrgWindow2KiBV1_2
+        );
         assert!(seal_from_abi(20).is_err());
         assert!(post_from_abi(15).is_err());
         assert!(update_from_abi(5).is_err());
@@ -212,9 +274,18 @@ mod tests {
 
     #[test]
     fn names_and_numbers_parse_per_kind() {
-        assert_eq!(parse(ProofKind::PoRep, "StackedDrg2KiBV1_1").unwrap(), Registered::Seal(RegisteredSealProof::StackedDrg2KiBV1_1));
-        assert_eq!(parse(ProofKind::PoRep, "8").unwrap(), Registered::Seal(RegisteredSealProof::StackedDrg32GiBV1_1));
-        assert_eq!(parse(ProofKind::WinningPoSt, "0").unwrap().kind(), ProofKind::WinningPoSt);
+        assert_eq!(
+            parse(ProofKind::PoRep, "StackedDrg2KiBV1_1").unwrap(),
+            Registered::Seal(RegisteredSealProof::StackedDrg2KiBV1_1)
+        );
+        assert_eq!(
+            parse(ProofKind::PoRep, "8").unwrap(),
+            Registered::Seal(RegisteredSealProof::StackedDrg32GiBV1_1)
+        );
+        assert_eq!(
+            parse(ProofKind::WinningPoSt, "0").unwrap().kind(),
+            ProofKind::WinningPoSt
+        );
         // A window proof's number is refused for a winning request, and the reverse.
         assert!(parse(ProofKind::WinningPoSt, "5").is_err());
         assert!(parse(ProofKind::WindowPoSt, "StackedDrgWinning2KiBV1").is_err());

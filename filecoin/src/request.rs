@@ -16,13 +16,34 @@ use crate::snap::SnapInput;
 pub enum ProofRequest {
     /// PoRep C2. `c1_json` is the `SealCommitPhase1Output` JSON; the prover id and sector
     /// number are needed only to run filecoin-proofs' `verify_seal` as well.
-    PoRep { c1_json: Vec<u8>, prover_id: Option<[u8; 32]>, sector_id: Option<u64> },
+    PoRep {
+        c1_json: Vec<u8>,
+        prover_id: Option<[u8; 32]>,
+        sector_id: Option<u64>,
+    },
     /// SnapDeals. `registered` is the `RegisteredUpdateProof` abi number (0–4).
-    SnapDeals { registered: u64, vanilla_proofs: Vec<Vec<u8>>, comm_r_old: [u8; 32], comm_r_new: [u8; 32], comm_d_new: [u8; 32] },
+    SnapDeals {
+        registered: u64,
+        vanilla_proofs: Vec<Vec<u8>>,
+        comm_r_old: [u8; 32],
+        comm_r_new: [u8; 32],
+        comm_d_new: [u8; 32],
+    },
     /// One WindowPoSt partition. `registered` is the `RegisteredPoStProof` abi number (5–14).
-    WindowPoSt { registered: u64, vanilla_proofs: Vec<Vec<u8>>, randomness: [u8; 32], prover_id: [u8; 32], partition_index: u64 },
+    WindowPoSt {
+        registered: u64,
+        vanilla_proofs: Vec<Vec<u8>>,
+        randomness: [u8; 32],
+        prover_id: [u8; 32],
+        partition_index: u64,
+    },
     /// WinningPoSt. `registered` is the `RegisteredPoStProof` abi number (0–4).
-    WinningPoSt { registered: u64, vanilla_proofs: Vec<Vec<u8>>, randomness: [u8; 32], prover_id: [u8; 32] },
+    WinningPoSt {
+        registered: u64,
+        vanilla_proofs: Vec<Vec<u8>>,
+        randomness: [u8; 32],
+        prover_id: [u8; 32],
+    },
 }
 
 impl ProofRequest {
@@ -38,30 +59,80 @@ impl ProofRequest {
     /// Reads the inputs (JSON, bincode headers, registered proof numbers); errors name what was
     /// malformed. Circuits are built later, by [`Parsed::build`].
     pub fn parse(self) -> Result<Parsed, FilecoinError> {
-        let post = |kind, registered: u64, vanilla_proofs, randomness, prover_id, partition_index: u64| -> Result<Parsed, FilecoinError> {
+        let post = |kind,
+                    registered: u64,
+                    vanilla_proofs,
+                    randomness,
+                    prover_id,
+                    partition_index: u64|
+         -> Result<Parsed, FilecoinError> {
             let Registered::PoSt(p) = registered::parse(kind, &registered.to_string())? else {
                 return Err(FilecoinError::invalid("registered PoSt proof", registered));
             };
-            let partition_index = usize::try_from(partition_index).map_err(|_| FilecoinError::invalid("partition index", partition_index))?;
-            Ok(Parsed::PoSt(PoStInput { registered: p, vanilla_proofs, randomness, prover_id, partition_index }))
+            let partition_index = usize::try_from(partition_index)
+                .map_err(|_| FilecoinError::invalid("partition index", partition_index))?;
+            Ok(Parsed::PoSt(PoStInput {
+                registered: p,
+                vanilla_proofs,
+                randomness,
+                prover_id,
+                partition_index,
+            }))
         };
         match self {
-            ProofRequest::PoRep { c1_json, prover_id, sector_id } => {
+            ProofRequest::PoRep {
+                c1_json,
+                prover_id,
+                sector_id,
+            } => {
                 let mut input = PoRepInput::from_json(&c1_json)?;
                 input.prover_id = prover_id;
                 input.sector_id = sector_id;
                 Ok(Parsed::PoRep(Box::new(input)))
             }
-            ProofRequest::SnapDeals { registered, vanilla_proofs, comm_r_old, comm_r_new, comm_d_new } => {
+            ProofRequest::SnapDeals {
+                registered,
+                vanilla_proofs,
+                comm_r_old,
+                comm_r_new,
+                comm_d_new,
+            } => {
                 let registered = registered::update_from_abi(registered)?;
-                Ok(Parsed::Snap(SnapInput { registered, vanilla_proofs, comm_r_old, comm_r_new, comm_d_new }))
+                Ok(Parsed::Snap(SnapInput {
+                    registered,
+                    vanilla_proofs,
+                    comm_r_old,
+                    comm_r_new,
+                    comm_d_new,
+                }))
             }
-            ProofRequest::WindowPoSt { registered, vanilla_proofs, randomness, prover_id, partition_index } => {
-                post(ProofKind::WindowPoSt, registered, vanilla_proofs, randomness, prover_id, partition_index)
-            }
-            ProofRequest::WinningPoSt { registered, vanilla_proofs, randomness, prover_id } => {
-                post(ProofKind::WinningPoSt, registered, vanilla_proofs, randomness, prover_id, 0)
-            }
+            ProofRequest::WindowPoSt {
+                registered,
+                vanilla_proofs,
+                randomness,
+                prover_id,
+                partition_index,
+            } => post(
+                ProofKind::WindowPoSt,
+                registered,
+                vanilla_proofs,
+                randomness,
+                prover_id,
+                partition_index,
+            ),
+            ProofRequest::WinningPoSt {
+                registered,
+                vanilla_proofs,
+                randomness,
+                prover_id,
+            } => post(
+                ProofKind::WinningPoSt,
+                registered,
+                vanilla_proofs,
+                randomness,
+                prover_id,
+                0,
+            ),
         }
     }
 }
@@ -100,14 +171,27 @@ impl Parsed {
 }
 
 /// Runs `f`, turning a panic into an error naming `what`.
-pub(crate) fn catch<T>(what: &str, f: impl FnOnce() -> Result<T, FilecoinError>) -> Result<T, FilecoinError> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
-        .unwrap_or_else(|p| Err(FilecoinError::invalid(what.to_string(), format!("filecoin-proofs panicked: {}", cuzk_engine::error::panic_text(&*p)))))
+pub(crate) fn catch<T>(
+    what: &str,
+    f: impl FnOnce() -> Result<T, FilecoinError>,
+) -> Result<T, FilecoinError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        Err(FilecoinError::invalid(
+            what.to_string(),
+            format!(
+                "filecoin-proofs panicked: {}",
+                cuzk_engine::error::panic_text(&*p)
+            ),
+        ))
+    })
 }
 
 /// Decodes a bincode (1.x, as filecoin-proofs-api writes it) value of `what`, refusing trailing
 /// bytes; allocation is bounded by the input's length.
-pub(crate) fn decode_bincode<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T, FilecoinError> {
+pub(crate) fn decode_bincode<T: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+    what: &str,
+) -> Result<T, FilecoinError> {
     use bincode1::Options;
     bincode1::DefaultOptions::new()
         .with_fixint_encoding()
@@ -115,7 +199,9 @@ pub(crate) fn decode_bincode<T: serde::de::DeserializeOwned>(bytes: &[u8], what:
         .with_limit(bytes.len() as u64)
         .reject_trailing_bytes()
         .deserialize(bytes)
-        .map_err(|e| FilecoinError::malformed(format!("{what} (bincode, {} bytes)", bytes.len()), e))
+        .map_err(|e| {
+            FilecoinError::malformed(format!("{what} (bincode, {} bytes)", bytes.len()), e)
+        })
 }
 
 /// The prover id of miner actor `f0<id>`: its ID address payload (the id as an unsigned LEB128
@@ -139,11 +225,15 @@ pub fn prover_id_of_miner(id: u64) -> [u8; 32] {
 pub fn hex32(what: &str, s: &str) -> Result<[u8; 32], FilecoinError> {
     let s = s.trim().trim_start_matches("0x");
     if s.len() != 64 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(FilecoinError::malformed(what, format!("`{s}` is not 64 hex digits")));
+        return Err(FilecoinError::malformed(
+            what,
+            format!("`{s}` is not 64 hex digits"),
+        ));
     }
     let mut out = [0u8; 32];
     for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).map_err(|e| FilecoinError::malformed(what, e))?;
+        *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16)
+            .map_err(|e| FilecoinError::malformed(what, e))?;
     }
     Ok(out)
 }
@@ -163,7 +253,10 @@ mod tests {
     #[test]
     fn hex_is_checked() {
         assert_eq!(hex32("x", &"01".repeat(32)).unwrap(), [1u8; 32]);
-        assert!(hex32("comm_r", "abc").unwrap_err().to_string().contains("malformed comm_r"));
+        assert!(hex32("comm_r", "abc")
+            .unwrap_err()
+            .to_string()
+            .contains("malformed comm_r"));
         assert!(hex32("x", &"zz".repeat(32)).is_err());
     }
 }

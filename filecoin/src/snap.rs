@@ -2,10 +2,10 @@
 //! as filecoin-proofs-api's `generate_partition_proofs` returns them) and the three commitments,
 //! the partition circuits and public inputs of `EmptySectorUpdateCompound`.
 
+use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::types::{MerkleTreeTrait, SectorUpdateConfig};
 use filecoin_proofs::{DefaultPieceDomain, TreeRHasher};
 use filecoin_proofs_api::RegisteredUpdateProof;
-use filecoin_hashers::{Domain, Hasher};
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_update::{EmptySectorUpdateCompound, PartitionProof, PublicInputs, SetupParams};
 
@@ -31,7 +31,12 @@ impl SnapInput {
     }
 
     pub fn build<S: CircuitSink>(self, sink: S) -> Result<S::Out, FilecoinError> {
-        with_shape!(u64::from(self.registered.sector_size()), build_shaped<S>, self, sink)
+        with_shape!(
+            u64::from(self.registered.sector_size()),
+            build_shaped<S>,
+            self,
+            sink
+        )
     }
 }
 
@@ -40,66 +45,152 @@ impl SnapInput {
 fn public<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     registered: RegisteredUpdateProof,
     comms: Option<([u8; 32], [u8; 32], [u8; 32])>,
-) -> Result<(compound_proof::PublicParams<'static, storage_proofs_update::EmptySectorUpdate<Tree>>, Option<PublicInputs>), FilecoinError> {
+) -> Result<
+    (
+        compound_proof::PublicParams<'static, storage_proofs_update::EmptySectorUpdate<Tree>>,
+        Option<PublicInputs>,
+    ),
+    FilecoinError,
+> {
     let config = SectorUpdateConfig::from_porep_config(&registered.as_v1_config());
     let partitions = usize::from(config.update_partitions);
-    let setup = compound_proof::SetupParams { vanilla_params: SetupParams { sector_bytes: u64::from(config.sector_size) }, partitions: Some(partitions), priority: false };
-    let pp = EmptySectorUpdateCompound::<Tree>::setup(&setup).map_err(FilecoinError::proofs("SnapDeals public parameters"))?;
+    let setup = compound_proof::SetupParams {
+        vanilla_params: SetupParams {
+            sector_bytes: u64::from(config.sector_size),
+        },
+        partitions: Some(partitions),
+        priority: false,
+    };
+    let pp = EmptySectorUpdateCompound::<Tree>::setup(&setup)
+        .map_err(FilecoinError::proofs("SnapDeals public parameters"))?;
     let pub_in = match comms {
         None => None,
         Some((comm_r_old, comm_r_new, comm_d_new)) => Some(PublicInputs {
             k: partitions,
-            comm_r_old: <TreeRHasher as Hasher>::Domain::try_from_bytes(&comm_r_old).map_err(FilecoinError::proofs("comm_r_old"))?,
-            comm_d_new: DefaultPieceDomain::try_from_bytes(&comm_d_new).map_err(FilecoinError::proofs("comm_d_new"))?,
-            comm_r_new: <TreeRHasher as Hasher>::Domain::try_from_bytes(&comm_r_new).map_err(FilecoinError::proofs("comm_r_new"))?,
+            comm_r_old: <TreeRHasher as Hasher>::Domain::try_from_bytes(&comm_r_old)
+                .map_err(FilecoinError::proofs("comm_r_old"))?,
+            comm_d_new: DefaultPieceDomain::try_from_bytes(&comm_d_new)
+                .map_err(FilecoinError::proofs("comm_d_new"))?,
+            comm_r_new: <TreeRHasher as Hasher>::Domain::try_from_bytes(&comm_r_new)
+                .map_err(FilecoinError::proofs("comm_r_new"))?,
             h: config.h,
         }),
     };
     Ok((pp, pub_in))
 }
 
-fn build_shaped<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>, S: CircuitSink>(input: SnapInput, sink: S) -> Result<S::Out, FilecoinError> {
-    let SnapInput { registered, vanilla_proofs, comm_r_old, comm_r_new, comm_d_new } = input;
+fn build_shaped<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>, S: CircuitSink>(
+    input: SnapInput,
+    sink: S,
+) -> Result<S::Out, FilecoinError> {
+    let SnapInput {
+        registered,
+        vanilla_proofs,
+        comm_r_old,
+        comm_r_new,
+        comm_d_new,
+    } = input;
     let (pp, pub_in) = public::<Tree>(registered, Some((comm_r_old, comm_r_new, comm_d_new)))?;
-    let pub_in = pub_in.ok_or_else(|| FilecoinError::invalid("SnapDeals request", "no public inputs"))?;
+    let pub_in =
+        pub_in.ok_or_else(|| FilecoinError::invalid("SnapDeals request", "no public inputs"))?;
     let partitions = pub_in.k;
     if vanilla_proofs.len() != partitions {
-        return Err(FilecoinError::invalid("SnapDeals request", format!("{} vanilla partition proofs; {registered:?} has {partitions} partitions", vanilla_proofs.len())));
+        return Err(FilecoinError::invalid(
+            "SnapDeals request",
+            format!(
+                "{} vanilla partition proofs; {registered:?} has {partitions} partitions",
+                vanilla_proofs.len()
+            ),
+        ));
     }
     let mut circuits = Vec::with_capacity(partitions);
     let mut public_inputs = Vec::with_capacity(partitions);
     for (k, bytes) in vanilla_proofs.iter().enumerate() {
-        let proof: PartitionProof<Tree> = decode_bincode(bytes, &format!("SnapDeals vanilla partition proof {k}"))?;
+        let proof: PartitionProof<Tree> =
+            decode_bincode(bytes, &format!("SnapDeals vanilla partition proof {k}"))?;
         let expected = pp.vanilla_params.challenge_count;
         if proof.challenge_proofs.len() != expected {
-            return Err(FilecoinError::invalid(format!("SnapDeals vanilla partition proof {k}"), format!("{} challenge proofs, {expected} expected", proof.challenge_proofs.len())));
+            return Err(FilecoinError::invalid(
+                format!("SnapDeals vanilla partition proof {k}"),
+                format!(
+                    "{} challenge proofs, {expected} expected",
+                    proof.challenge_proofs.len()
+                ),
+            ));
         }
-        circuits.push(EmptySectorUpdateCompound::<Tree>::circuit(&pub_in, (), &proof, &pp.vanilla_params, Some(k)).map_err(FilecoinError::proofs(format!("SnapDeals partition {k} circuit")))?);
-        public_inputs.push(EmptySectorUpdateCompound::<Tree>::generate_public_inputs(&pub_in, &pp.vanilla_params, Some(k)).map_err(FilecoinError::proofs(format!("SnapDeals partition {k} public inputs")))?);
+        circuits.push(
+            EmptySectorUpdateCompound::<Tree>::circuit(
+                &pub_in,
+                (),
+                &proof,
+                &pp.vanilla_params,
+                Some(k),
+            )
+            .map_err(FilecoinError::proofs(format!(
+                "SnapDeals partition {k} circuit"
+            )))?,
+        );
+        public_inputs.push(
+            EmptySectorUpdateCompound::<Tree>::generate_public_inputs(
+                &pub_in,
+                &pp.vanilla_params,
+                Some(k),
+            )
+            .map_err(FilecoinError::proofs(format!(
+                "SnapDeals partition {k} public inputs"
+            )))?,
+        );
     }
-    Ok(sink.take(Partitions { circuits, public_inputs, parallel_witness: None }))
+    Ok(sink.take(Partitions {
+        circuits,
+        public_inputs,
+        parallel_witness: None,
+    }))
 }
 
 /// The blank partition circuit of `registered`.
-pub fn blank<S: BlankSink>(registered: RegisteredUpdateProof, sink: S) -> Result<S::Out, FilecoinError> {
-    with_shape!(u64::from(registered.sector_size()), blank_shaped<S>, registered, sink)
+pub fn blank<S: BlankSink>(
+    registered: RegisteredUpdateProof,
+    sink: S,
+) -> Result<S::Out, FilecoinError> {
+    with_shape!(
+        u64::from(registered.sector_size()),
+        blank_shaped<S>,
+        registered,
+        sink
+    )
 }
 
-fn blank_shaped<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>, S: BlankSink>(registered: RegisteredUpdateProof, sink: S) -> Result<S::Out, FilecoinError> {
+fn blank_shaped<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>, S: BlankSink>(
+    registered: RegisteredUpdateProof,
+    sink: S,
+) -> Result<S::Out, FilecoinError> {
     let (pp, _) = public::<Tree>(registered, None)?;
     let vp = pp.vanilla_params;
-    Ok(sink.take(Remake(move || EmptySectorUpdateCompound::<Tree>::blank_circuit(&vp))))
+    Ok(sink.take(Remake(move || {
+        EmptySectorUpdateCompound::<Tree>::blank_circuit(&vp)
+    })))
 }
 
 /// The parameter cache identifier of `registered`'s circuit. (filecoin-proofs-api's
 /// `RegisteredUpdateProof::cache_params_path` names the PoRep file of the same sector size; the
 /// update circuit's own files are `v28-empty-sector-update-…`, as filecoin-proofs looks them up.)
 pub fn cache_identifier(registered: RegisteredUpdateProof) -> Result<String, FilecoinError> {
-    with_shape!(u64::from(registered.sector_size()), identifier_shaped, registered)
+    with_shape!(
+        u64::from(registered.sector_size()),
+        identifier_shaped,
+        registered
+    )
 }
 
-fn identifier_shaped<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(registered: RegisteredUpdateProof) -> Result<String, FilecoinError> {
+fn identifier_shaped<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    registered: RegisteredUpdateProof,
+) -> Result<String, FilecoinError> {
     use storage_proofs_core::parameter_cache::CacheableParameters;
-    let pp = storage_proofs_update::PublicParams::from_sector_size(u64::from(registered.sector_size()));
-    Ok(<EmptySectorUpdateCompound<Tree> as CacheableParameters<storage_proofs_update::EmptySectorUpdateCircuit<Tree>, _>>::cache_identifier(&pp))
+    let pp =
+        storage_proofs_update::PublicParams::from_sector_size(u64::from(registered.sector_size()));
+    Ok(<EmptySectorUpdateCompound<Tree> as CacheableParameters<
+        storage_proofs_update::EmptySectorUpdateCircuit<Tree>,
+        _,
+    >>::cache_identifier(&pp))
 }

@@ -16,7 +16,9 @@ use cuzk_engine::CpuBackend;
 use cuzk_filecoin::prove::{prove, Rs};
 use cuzk_filecoin::request::Parsed;
 use cuzk_filecoin::sample::{self, Sealed};
-use cuzk_filecoin::{layout, params, verify, CircuitSink, FilecoinError, Partitions, ProofRequest, Registered};
+use cuzk_filecoin::{
+    layout, params, verify, CircuitSink, FilecoinError, Partitions, ProofRequest, Registered,
+};
 use cuzk_srs::{OpenOptions, Srs};
 use ff::Field;
 use filecoin_proofs_api::RegisteredSealProof;
@@ -46,7 +48,10 @@ fn srs_for(registered: Registered) -> Srs {
     let _g = GEN.lock().unwrap_or_else(|e| e.into_inner());
     let (path, generated) = params::generate(registered, &dir, params::DEV_SETUP_SEED).unwrap();
     if generated {
-        eprintln!("generated {} (local setup, not the production parameters)", path.display());
+        eprintln!(
+            "generated {} (local setup, not the production parameters)",
+            path.display()
+        );
     }
     Srs::open(&path, &OpenOptions::default()).unwrap()
 }
@@ -82,10 +87,16 @@ struct Bellperson<'a> {
 
 impl CircuitSink for Bellperson<'_> {
     type Out = Vec<u8>;
-    fn take<C: bellperson::Circuit<Scalar> + Send + 'static>(self, parts: Partitions<C>) -> Vec<u8> {
+    fn take<C: bellperson::Circuit<Scalar> + Send + 'static>(
+        self,
+        parts: Partitions<C>,
+    ) -> Vec<u8> {
         let mut out = Vec::new();
         for (c, (r, s)) in parts.circuits.into_iter().zip(self.rs) {
-            create_proof::<Bls12, _, _>(c, self.params, *r, *s).unwrap().write(&mut out).unwrap();
+            create_proof::<Bls12, _, _>(c, self.params, *r, *s)
+                .unwrap()
+                .write(&mut out)
+                .unwrap();
         }
         out
     }
@@ -106,16 +117,33 @@ fn porep_2kib_is_bellpersons_bytes_and_passes_verify_seal() {
 
     let path = params::locate(registered, &param_dir()).unwrap();
     let bp = Parameters::<Bls12>::read(std::fs::File::open(&path).unwrap(), false).unwrap();
-    let theirs = req.clone().build(Bellperson { params: &bp, rs: &rs }).unwrap();
-    assert_eq!(bytes, theirs, "cuzk's PoRep proof differs from bellperson's for the same r, s");
+    let theirs = req
+        .clone()
+        .build(Bellperson {
+            params: &bp,
+            rs: &rs,
+        })
+        .unwrap();
+    assert_eq!(
+        bytes, theirs,
+        "cuzk's PoRep proof differs from bellperson's for the same r, s"
+    );
 
-    assert!(verify::verify(&req, &bytes).unwrap(), "verify_seal rejected cuzk's proof");
+    assert!(
+        verify::verify(&req, &bytes).unwrap(),
+        "verify_seal rejected cuzk's proof"
+    );
     let mut flipped = bytes.clone();
     flipped[100] ^= 1;
-    assert!(!verify::verify(&req, &flipped).unwrap_or(false), "verify_seal accepted a flipped proof");
+    assert!(
+        !verify::verify(&req, &flipped).unwrap_or(false),
+        "verify_seal accepted a flipped proof"
+    );
 
     // Random r, s: still accepted, and different bytes.
-    let random = prove(req.clone(), &srs, &CpuBackend::new(), Rs::Random).unwrap().to_bytes();
+    let random = prove(req.clone(), &srs, &CpuBackend::new(), Rs::Random)
+        .unwrap()
+        .to_bytes();
     assert_ne!(random, bytes);
     assert!(verify::verify(&req, &random).unwrap());
 }
@@ -125,21 +153,46 @@ fn porep_2kib_synthetic_and_non_interactive_variants() {
     let dir = tempfile::tempdir().unwrap();
     let srs = srs_for(Registered::Seal(SEAL));
     // Synthetic PoRep: the C1 output comes from the synthetic challenges; verify_seal accepts.
-    let syn = sample::seal(RegisteredSealProof::StackedDrg2KiBV1_1_Feat_SyntheticPoRep, &dir.path().join("syn"), 4, 8, None).unwrap();
+    let syn = sample::seal(
+        RegisteredSealProof::StackedDrg2KiBV1_1_Feat_SyntheticPoRep,
+        &dir.path().join("syn"),
+        4,
+        8,
+        None,
+    )
+    .unwrap();
     let req = parsed(syn.porep_request());
     // The three 2 KiB variants share one parameter file.
-    assert_eq!(req.registered().params_file_name().unwrap(), Registered::Seal(SEAL).params_file_name().unwrap());
-    let bytes = prove(req.clone(), &srs, &CpuBackend::new(), Rs::Random).unwrap().to_bytes();
-    assert!(verify::verify(&req, &bytes).unwrap(), "verify_seal rejected a synthetic-PoRep proof");
+    assert_eq!(
+        req.registered().params_file_name().unwrap(),
+        Registered::Seal(SEAL).params_file_name().unwrap()
+    );
+    let bytes = prove(req.clone(), &srs, &CpuBackend::new(), Rs::Random)
+        .unwrap()
+        .to_bytes();
+    assert!(
+        verify::verify(&req, &bytes).unwrap(),
+        "verify_seal rejected a synthetic-PoRep proof"
+    );
 
     // NI-PoRep: 13 partitions at 2 KiB (126 at 32 GiB); the first is proved here and
     // self-verified against filecoin-proofs' inputs (all 13 on 2 cores would take minutes).
     // Their aggregation, and so filecoin-proofs' verification, is out of scope: verify says so.
-    let ni = sample::seal(RegisteredSealProof::StackedDrg2KiBV1_2_Feat_NonInteractivePoRep, &dir.path().join("ni"), 5, 9, None).unwrap();
+    let ni = sample::seal(
+        RegisteredSealProof::StackedDrg2KiBV1_2_Feat_NonInteractivePoRep,
+        &dir.path().join("ni"),
+        5,
+        9,
+        None,
+    )
+    .unwrap();
     let req = parsed(ni.porep_request());
     let proved = req.clone().build(FirstPartition { srs: &srs }).unwrap();
     assert_eq!(proved, 13, "NI-PoRep partitions at 2 KiB");
-    assert!(verify::verify(&req, &[0u8; 192]).unwrap_err().to_string().contains("aggregate"));
+    assert!(verify::verify(&req, &[0u8; 192])
+        .unwrap_err()
+        .to_string()
+        .contains("aggregate"));
 }
 
 /// Proves the first partition only, checking its public inputs against filecoin-proofs'; returns
@@ -154,8 +207,11 @@ impl CircuitSink for FirstPartition<'_> {
         let n = parts.circuits.len();
         let first = parts.circuits.into_iter().next().unwrap();
         let mut rng = rand::thread_rng();
-        let batch = cuzk_engine::Prover::new(self.srs, &CpuBackend::new()).prove_random(vec![first], &mut rng).unwrap();
-        cuzk_filecoin::prove::check_inputs(&batch.public_inputs, &parts.public_inputs[..1]).unwrap();
+        let batch = cuzk_engine::Prover::new(self.srs, &CpuBackend::new())
+            .prove_random(vec![first], &mut rng)
+            .unwrap();
+        cuzk_filecoin::prove::check_inputs(&batch.public_inputs, &parts.public_inputs[..1])
+            .unwrap();
         n
     }
 }
@@ -167,9 +223,16 @@ fn porep_refuses_a_vanilla_proof_of_another_sector() {
     // a's C1 output with b's commitments: the circuit is unsatisfied, no bytes come back.
     let mut c1: serde_json::Value = serde_json::from_slice(&a.c1_json).unwrap();
     c1["comm_r"] = serde_json::to_value(b.comm_r).unwrap();
-    let req = ProofRequest::PoRep { c1_json: serde_json::to_vec(&c1).unwrap(), prover_id: None, sector_id: None };
+    let req = ProofRequest::PoRep {
+        c1_json: serde_json::to_vec(&c1).unwrap(),
+        prover_id: None,
+        sector_id: None,
+    };
     let err = prove(parsed(req), &srs, &CpuBackend::new(), Rs::Random).unwrap_err();
-    assert!(err.to_string().contains("nsatisfied") || err.to_string().contains("differ"), "{err}");
+    assert!(
+        err.to_string().contains("nsatisfied") || err.to_string().contains("differ"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -178,12 +241,19 @@ fn snap_deals_2kib_passes_verify_empty_sector_update_proof() {
     let dir = tempfile::tempdir().unwrap();
     let req = parsed(sample::snap(s, dir.path(), 11).unwrap());
     let srs = srs_for(req.registered());
-    let bytes = prove(req.clone(), &srs, &CpuBackend::new(), Rs::Random).unwrap().to_bytes();
+    let bytes = prove(req.clone(), &srs, &CpuBackend::new(), Rs::Random)
+        .unwrap()
+        .to_bytes();
     assert_eq!(bytes.len(), 192);
-    assert!(verify::verify(&req, &bytes).unwrap(), "verify_empty_sector_update_proof rejected cuzk's proof");
+    assert!(
+        verify::verify(&req, &bytes).unwrap(),
+        "verify_empty_sector_update_proof rejected cuzk's proof"
+    );
 
     // The same vanilla proofs against another comm_d_new: refused before any bytes exist.
-    let Parsed::Snap(mut other) = req else { unreachable!() };
+    let Parsed::Snap(mut other) = req else {
+        unreachable!()
+    };
     other.comm_d_new = sectors().b.comm_d;
     assert!(prove(Parsed::Snap(other), &srs, &CpuBackend::new(), Rs::Random).is_err());
 }
@@ -195,11 +265,18 @@ fn window_post_2kib_passes_verify_window_post() {
     both.sort_by_key(|s| s.sector_id);
     let req = parsed(sample::window_post(&both, a.prover_id, 5).unwrap());
     let srs = srs_for(req.registered());
-    let bytes = prove(req.clone(), &srs, &CpuBackend::new(), Rs::Random).unwrap().to_bytes();
-    assert!(verify::verify(&req, &bytes).unwrap(), "verify_window_post rejected cuzk's proof");
+    let bytes = prove(req.clone(), &srs, &CpuBackend::new(), Rs::Random)
+        .unwrap()
+        .to_bytes();
+    assert!(
+        verify::verify(&req, &bytes).unwrap(),
+        "verify_window_post rejected cuzk's proof"
+    );
 
     // Vanilla proofs for other randomness do not prove this request.
-    let Parsed::PoSt(mut other) = req else { unreachable!() };
+    let Parsed::PoSt(mut other) = req else {
+        unreachable!()
+    };
     other.randomness[0] ^= 1;
     assert!(prove(Parsed::PoSt(other), &srs, &CpuBackend::new(), Rs::Random).is_err());
 }
@@ -209,12 +286,19 @@ fn winning_post_2kib_passes_verify_winning_post() {
     let a = &sectors().a;
     let req = parsed(sample::winning_post(a, a.prover_id, 6).unwrap());
     let srs = srs_for(req.registered());
-    let bytes = prove(req.clone(), &srs, &CpuBackend::new(), Rs::Random).unwrap().to_bytes();
-    assert!(verify::verify(&req, &bytes).unwrap(), "verify_winning_post rejected cuzk's proof");
+    let bytes = prove(req.clone(), &srs, &CpuBackend::new(), Rs::Random)
+        .unwrap()
+        .to_bytes();
+    assert!(
+        verify::verify(&req, &bytes).unwrap(),
+        "verify_winning_post rejected cuzk's proof"
+    );
 
     // The leaf challenges follow the randomness (the prover id only picks the sector, and there
     // is one): other randomness is refused.
-    let Parsed::PoSt(mut other) = req else { unreachable!() };
+    let Parsed::PoSt(mut other) = req else {
+        unreachable!()
+    };
     other.randomness[3] ^= 1;
     assert!(prove(Parsed::PoSt(other), &srs, &CpuBackend::new(), Rs::Random).is_err());
 }
@@ -223,14 +307,26 @@ fn winning_post_2kib_passes_verify_winning_post() {
 fn blank_circuit_layouts_match_the_generated_parameters() {
     let a = &sectors().a;
     let dir = tempfile::tempdir().unwrap();
-    let reqs = [a.porep_request(), sample::snap(a, dir.path(), 12).unwrap(), sample::winning_post(a, a.prover_id, 1).unwrap()];
+    let reqs = [
+        a.porep_request(),
+        sample::snap(a, dir.path(), 12).unwrap(),
+        sample::winning_post(a, a.prover_id, 1).unwrap(),
+    ];
     for req in reqs {
         let registered = parsed(req).registered();
         let want = layout::of(registered).unwrap();
         let srs = srs_for(registered);
-        assert!(want.matches(&srs), "{registered}: counted {want:?}, parameters {:?}", layout::CircuitLayout::of_srs(&srs));
+        assert!(
+            want.matches(&srs),
+            "{registered}: counted {want:?}, parameters {:?}",
+            layout::CircuitLayout::of_srs(&srs)
+        );
         let file_len = std::fs::metadata(srs.path()).unwrap().len();
-        assert_eq!(want.params_bytes(), file_len, "{registered}: parameter file size");
+        assert_eq!(
+            want.params_bytes(),
+            file_len,
+            "{registered}: parameter file size"
+        );
     }
     // The real 2 KiB PoRep partition (DESIGN.md): 2,687,921 constraints... counted with the input rows.
     let porep = layout::of(Registered::Seal(SEAL)).unwrap();
@@ -241,31 +337,78 @@ fn blank_circuit_layouts_match_the_generated_parameters() {
 #[test]
 fn bad_inputs_are_clear_errors() {
     let a = &sectors().a;
-    let e = |r: ProofRequest| r.parse().and_then(|p| p.build(Nothing)).unwrap_err().to_string();
+    let e = |r: ProofRequest| {
+        r.parse()
+            .and_then(|p| p.build(Nothing))
+            .unwrap_err()
+            .to_string()
+    };
 
-    let err = e(ProofRequest::PoRep { c1_json: b"{\"registered_proof\": \"StackedDrg2KiBV1_1\"".to_vec(), prover_id: None, sector_id: None });
+    let err = e(ProofRequest::PoRep {
+        c1_json: b"{\"registered_proof\": \"StackedDrg2KiBV1_1\"".to_vec(),
+        prover_id: None,
+        sector_id: None,
+    });
     assert!(err.contains("malformed C1 output"), "{err}");
     let truncated = a.c1_json[..a.c1_json.len() / 2].to_vec();
-    assert!(e(ProofRequest::PoRep { c1_json: truncated, prover_id: None, sector_id: None }).contains("malformed"));
+    assert!(e(ProofRequest::PoRep {
+        c1_json: truncated,
+        prover_id: None,
+        sector_id: None
+    })
+    .contains("malformed"));
 
     // A registered proof of another sector size than the vanilla proofs'.
     let mut c1: serde_json::Value = serde_json::from_slice(&a.c1_json).unwrap();
     c1["registered_proof"] = "StackedDrg8MiBV1_1".into();
-    let err = e(ProofRequest::PoRep { c1_json: serde_json::to_vec(&c1).unwrap(), prover_id: None, sector_id: None });
+    let err = e(ProofRequest::PoRep {
+        c1_json: serde_json::to_vec(&c1).unwrap(),
+        prover_id: None,
+        sector_id: None,
+    });
     assert!(err.contains("2048-byte sectors"), "{err}");
 
-    let err = e(ProofRequest::WinningPoSt { registered: 0, vanilla_proofs: vec![vec![1, 2, 3]], randomness: [0; 32], prover_id: [0; 32] });
-    assert!(err.contains("malformed WinningPoSt vanilla proof 0"), "{err}");
-    let err = e(ProofRequest::SnapDeals { registered: 9, vanilla_proofs: vec![], comm_r_old: [0; 32], comm_r_new: [0; 32], comm_d_new: [0; 32] });
+    let err = e(ProofRequest::WinningPoSt {
+        registered: 0,
+        vanilla_proofs: vec![vec![1, 2, 3]],
+        randomness: [0; 32],
+        prover_id: [0; 32],
+    });
+    assert!(
+        err.contains("malformed WinningPoSt vanilla proof 0"),
+        "{err}"
+    );
+    let err = e(ProofRequest::SnapDeals {
+        registered: 9,
+        vanilla_proofs: vec![],
+        comm_r_old: [0; 32],
+        comm_r_new: [0; 32],
+        comm_d_new: [0; 32],
+    });
     assert!(err.contains("abi number 9"), "{err}");
-    let err = e(ProofRequest::WindowPoSt { registered: 0, vanilla_proofs: vec![], randomness: [0; 32], prover_id: [0; 32], partition_index: 0 });
+    let err = e(ProofRequest::WindowPoSt {
+        registered: 0,
+        vanilla_proofs: vec![],
+        randomness: [0; 32],
+        prover_id: [0; 32],
+        partition_index: 0,
+    });
     assert!(err.contains("is a winning-post proof"), "{err}");
 
     // A sector size without parameters: the expected file and directory are named.
     let empty = tempfile::tempdir().unwrap();
-    let missing = params::locate(Registered::Seal(RegisteredSealProof::StackedDrg32GiBV1_1), empty.path()).unwrap_err();
+    let missing = params::locate(
+        Registered::Seal(RegisteredSealProof::StackedDrg32GiBV1_1),
+        empty.path(),
+    )
+    .unwrap_err();
     let msg = missing.to_string();
-    assert!(matches!(missing, FilecoinError::MissingParams { .. }) && msg.contains("v28-stacked-proof-of-replication") && msg.contains(&empty.path().display().to_string()), "{msg}");
+    assert!(
+        matches!(missing, FilecoinError::MissingParams { .. })
+            && msg.contains("v28-stacked-proof-of-replication")
+            && msg.contains(&empty.path().display().to_string()),
+        "{msg}"
+    );
 }
 
 /// A sink that only builds the circuits.
@@ -282,7 +425,14 @@ fn a_parameter_file_of_another_circuit_is_refused() {
     let a = &sectors().a;
     let winning = parsed(sample::winning_post(a, a.prover_id, 2).unwrap()).registered();
     let wrong = srs_for(winning);
-    let err = prove(parsed(a.porep_request()), &wrong, &CpuBackend::new(), Rs::Random).unwrap_err().to_string();
+    let err = prove(
+        parsed(a.porep_request()),
+        &wrong,
+        &CpuBackend::new(),
+        Rs::Random,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(err.contains("parameters"), "{err}");
 }
 
@@ -290,7 +440,10 @@ fn a_parameter_file_of_another_circuit_is_refused() {
 struct Record;
 impl CircuitSink for Record {
     type Out = (cuzk_engine::recorded::Recording, cuzk_engine::Assignment);
-    fn take<C: bellperson::Circuit<Scalar> + Send + 'static>(self, parts: Partitions<C>) -> Self::Out {
+    fn take<C: bellperson::Circuit<Scalar> + Send + 'static>(
+        self,
+        parts: Partitions<C>,
+    ) -> Self::Out {
         let c = parts.circuits.into_iter().next().unwrap();
         let (rec, values) = cuzk_engine::recorded::record(c, true, 0).unwrap();
         let asg = rec.assignment(values.unwrap(), 0).unwrap();
@@ -304,8 +457,13 @@ struct Parallel<'a> {
 }
 impl CircuitSink for Parallel<'_> {
     type Out = Result<cuzk_engine::Assignment, cuzk_engine::EngineError>;
-    fn take<C: bellperson::Circuit<Scalar> + Send + 'static>(self, parts: Partitions<C>) -> Self::Out {
-        let w = parts.parallel_witness.expect("PoRep has a parallel witness");
+    fn take<C: bellperson::Circuit<Scalar> + Send + 'static>(
+        self,
+        parts: Partitions<C>,
+    ) -> Self::Out {
+        let w = parts
+            .parallel_witness
+            .expect("PoRep has a parallel witness");
         let c = parts.circuits.into_iter().next().unwrap();
         self.rec.assignment(w(c, self.rec, 0)?, 0)
     }
@@ -316,15 +474,27 @@ fn porep_challenges_synthesized_in_parallel_give_the_same_assignment() {
     let (a, b) = (&sectors().a, &sectors().b);
     let req = parsed(a.porep_request());
     let (rec, sequential) = req.clone().build(Record).unwrap();
-    assert!(rec.mark("challenge_1").is_some(), "the recording marks each challenge");
+    assert!(
+        rec.mark("challenge_1").is_some(),
+        "the recording marks each challenge"
+    );
     let parallel = req.build(Parallel { rec: &rec }).unwrap().unwrap();
-    assert!(parallel == sequential, "the parallel witness differs from the sequential synthesis");
+    assert!(
+        parallel == sequential,
+        "the parallel witness differs from the sequential synthesis"
+    );
     // Another sector's partition, against the same recording: a different, satisfied witness.
-    let other = parsed(b.porep_request()).build(Parallel { rec: &rec }).unwrap().unwrap();
+    let other = parsed(b.porep_request())
+        .build(Parallel { rec: &rec })
+        .unwrap()
+        .unwrap();
     assert!(other != sequential && other.first_unsatisfied().is_none());
     // A recording of another circuit (SnapDeals) is refused: it has no challenge_<i> pieces.
     let dir = tempfile::tempdir().unwrap();
     let snap = parsed(sample::snap(a, dir.path(), 13).unwrap());
     let (snap_rec, _) = snap.build(Record).unwrap();
-    assert!(parsed(a.porep_request()).build(Parallel { rec: &snap_rec }).unwrap().is_err());
+    assert!(parsed(a.porep_request())
+        .build(Parallel { rec: &snap_rec })
+        .unwrap()
+        .is_err());
 }

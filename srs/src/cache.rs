@@ -43,23 +43,43 @@ pub struct Binding {
 }
 
 impl Binding {
-    pub fn of_source(path: &Path, file: &File, bytes: &[u8], layout: &Layout, subgroup: bool) -> Result<Binding, SrsError> {
+    pub fn of_source(
+        path: &Path,
+        file: &File,
+        bytes: &[u8],
+        layout: &Layout,
+        subgroup: bool,
+    ) -> Result<Binding, SrsError> {
         let meta = file.metadata().map_err(|e| SrsError::io(path, e))?;
         let mtime = meta.modified().map_err(|e| SrsError::io(path, e))?;
         let (mtime_secs, mtime_nanos) = match mtime.duration_since(UNIX_EPOCH) {
             Ok(d) => (d.as_secs() as i64, d.subsec_nanos()),
-            Err(e) => (-(e.duration().as_secs() as i64), e.duration().subsec_nanos()),
+            Err(e) => (
+                -(e.duration().as_secs() as i64),
+                e.duration().subsec_nanos(),
+            ),
         };
         let vk_hash: [u8; 32] = Sha256::digest(&bytes[..layout.vk_end() as usize]).into();
         let counts = layout.proving_sections().map(|s| s.count);
-        Ok(Binding { source_len: layout.file_len, mtime_secs, mtime_nanos, vk_hash, counts, subgroup_checked: subgroup })
+        Ok(Binding {
+            source_len: layout.file_len,
+            mtime_secs,
+            mtime_nanos,
+            vk_hash,
+            counts,
+            subgroup_checked: subgroup,
+        })
     }
 
     fn encode(&self) -> Vec<u8> {
         let mut h = vec![0u8; HEADER_BYTES as usize];
         h[0..8].copy_from_slice(MAGIC);
         h[8..12].copy_from_slice(&VERSION.to_le_bytes());
-        let flags = if self.subgroup_checked { FLAG_SUBGROUP } else { 0 };
+        let flags = if self.subgroup_checked {
+            FLAG_SUBGROUP
+        } else {
+            0
+        };
         h[12..16].copy_from_slice(&flags.to_le_bytes());
         h[16..24].copy_from_slice(&self.source_len.to_le_bytes());
         h[24..32].copy_from_slice(&self.mtime_secs.to_le_bytes());
@@ -72,9 +92,19 @@ impl Binding {
     }
 
     fn decode(cache: &Path, h: &[u8]) -> Result<Binding, SrsError> {
-        let corrupt = |offset: u64, what: String| SrsError::CacheCorrupt { cache: cache.into(), offset, what };
+        let corrupt = |offset: u64, what: String| SrsError::CacheCorrupt {
+            cache: cache.into(),
+            offset,
+            what,
+        };
         if h.len() < HEADER_BYTES as usize {
-            return Err(corrupt(0, format!("{} bytes, shorter than the {HEADER_BYTES}-byte header", h.len())));
+            return Err(corrupt(
+                0,
+                format!(
+                    "{} bytes, shorter than the {HEADER_BYTES}-byte header",
+                    h.len()
+                ),
+            ));
         }
         if &h[0..8] != MAGIC {
             return Err(corrupt(0, "bad magic; not a cuzk decode cache".into()));
@@ -83,7 +113,10 @@ impl Binding {
         let u64_at = |o: usize| u64::from_le_bytes(h[o..o + 8].try_into().unwrap_or_default());
         let version = u32_at(8);
         if version != VERSION {
-            return Err(corrupt(8, format!("version {version}, this build reads {VERSION}")));
+            return Err(corrupt(
+                8,
+                format!("version {version}, this build reads {VERSION}"),
+            ));
         }
         let mut vk_hash = [0u8; 32];
         vk_hash.copy_from_slice(&h[40..72]);
@@ -118,7 +151,11 @@ impl Binding {
 /// Opens a cache and checks it belongs to the source described by `expected`.
 ///
 /// A cache that was made with the subgroup check serves a request without it, not the reverse.
-pub fn open(cache: &Path, source: &Path, expected: &Binding) -> Result<(Mmap, [Range<usize>; 5]), SrsError> {
+pub fn open(
+    cache: &Path,
+    source: &Path,
+    expected: &Binding,
+) -> Result<(Mmap, [Range<usize>; 5]), SrsError> {
     let file = File::open(cache).map_err(|e| SrsError::io(cache, e))?;
     // SAFETY: the cache is only ever replaced by rename, never written in place.
     let map = unsafe { Mmap::map(&file) }.map_err(|e| SrsError::io(cache, e))?;
@@ -131,10 +168,18 @@ pub fn open(cache: &Path, source: &Path, expected: &Binding) -> Result<(Mmap, [R
         found,
     };
     if found.vk_hash != expected.vk_hash {
-        return Err(mismatch("verifying-key hash", hex(&expected.vk_hash), hex(&found.vk_hash)));
+        return Err(mismatch(
+            "verifying-key hash",
+            hex(&expected.vk_hash),
+            hex(&found.vk_hash),
+        ));
     }
     if found.source_len != expected.source_len {
-        return Err(mismatch("source length", expected.source_len.to_string(), found.source_len.to_string()));
+        return Err(mismatch(
+            "source length",
+            expected.source_len.to_string(),
+            found.source_len.to_string(),
+        ));
     }
     if (found.mtime_secs, found.mtime_nanos) != (expected.mtime_secs, expected.mtime_nanos) {
         return Err(mismatch(
@@ -144,16 +189,28 @@ pub fn open(cache: &Path, source: &Path, expected: &Binding) -> Result<(Mmap, [R
         ));
     }
     if found.counts != expected.counts {
-        return Err(mismatch("section counts", format!("{:?}", expected.counts), format!("{:?}", found.counts)));
+        return Err(mismatch(
+            "section counts",
+            format!("{:?}", expected.counts),
+            format!("{:?}", found.counts),
+        ));
     }
     if expected.subgroup_checked && !found.subgroup_checked {
-        return Err(mismatch("subgroup check", "checked".into(), "unchecked".into()));
+        return Err(mismatch(
+            "subgroup check",
+            "checked".into(),
+            "unchecked".into(),
+        ));
     }
     if map.len() as u64 != found.total_len() {
         return Err(SrsError::CacheCorrupt {
             cache: cache.into(),
             offset: map.len() as u64,
-            what: format!("file is {} bytes, its header describes {}", map.len(), found.total_len()),
+            what: format!(
+                "file is {} bytes, its header describes {}",
+                map.len(),
+                found.total_len()
+            ),
         });
     }
     let ranges = found.ranges();
@@ -162,14 +219,27 @@ pub fn open(cache: &Path, source: &Path, expected: &Binding) -> Result<(Mmap, [R
 
 /// Decodes the source's proving sections straight into a new cache file, then renames it into
 /// place. On a decode error nothing is left behind.
-pub fn build(cache: &Path, source: &Path, bytes: &[u8], layout: &Layout, binding: &Binding) -> Result<(), SrsError> {
+pub fn build(
+    cache: &Path,
+    source: &Path,
+    bytes: &[u8],
+    layout: &Layout,
+    binding: &Binding,
+) -> Result<(), SrsError> {
     if let Some(dir) = cache.parent() {
         fs::create_dir_all(dir).map_err(|e| SrsError::io(dir, e))?;
     }
     let tmp = tmp_path(cache);
     let result = (|| {
-        let file = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&tmp).map_err(|e| SrsError::io(&tmp, e))?;
-        file.set_len(binding.total_len()).map_err(|e| SrsError::io(&tmp, e))?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)
+            .map_err(|e| SrsError::io(&tmp, e))?;
+        file.set_len(binding.total_len())
+            .map_err(|e| SrsError::io(&tmp, e))?;
         // SAFETY: the temporary file is ours alone until it is renamed.
         let mut map = unsafe { MmapMut::map_mut(&file) }.map_err(|e| SrsError::io(&tmp, e))?;
         map[..HEADER_BYTES as usize].copy_from_slice(&binding.encode());
@@ -196,11 +266,18 @@ pub fn build(cache: &Path, source: &Path, bytes: &[u8], layout: &Layout, binding
 }
 
 fn misaligned(path: &Path) -> SrsError {
-    SrsError::CacheCorrupt { cache: path.into(), offset: HEADER_BYTES, what: "section not aligned for points".into() }
+    SrsError::CacheCorrupt {
+        cache: path.into(),
+        offset: HEADER_BYTES,
+        what: "section not aligned for points".into(),
+    }
 }
 
 fn tmp_path(cache: &Path) -> PathBuf {
-    let mut name = cache.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    let mut name = cache
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
     name.push(format!(".tmp.{}", std::process::id()));
     cache.with_file_name(name)
 }

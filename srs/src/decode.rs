@@ -70,7 +70,13 @@ pub fn decode_one<P: SrsPoint>(
     allow_identity: bool,
 ) -> Result<P, SrsError> {
     let at = section.offset + index * P::ENCODED as u64;
-    let bad = |problem| SrsError::BadPoint { path: path.into(), section: section.name, index, offset: at, problem };
+    let bad = |problem| SrsError::BadPoint {
+        path: path.into(),
+        section: section.name,
+        index,
+        offset: at,
+        problem,
+    };
     let p = P::decode(&file[at as usize..at as usize + P::ENCODED], subgroup).map_err(bad)?;
     if p.is_identity_point() && !allow_identity {
         return Err(bad(PointProblem::Infinity));

@@ -7,28 +7,62 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum SrsError {
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 
     #[error("{path}: truncated in section `{section}`: needs bytes up to offset {needed}, file has {file_len}")]
-    Truncated { path: PathBuf, section: &'static str, needed: u64, file_len: u64 },
+    Truncated {
+        path: PathBuf,
+        section: &'static str,
+        needed: u64,
+        file_len: u64,
+    },
 
     #[error("{path}: count of section `{section}` at offset {offset} is {count}, which runs past the end of the file ({file_len} bytes)")]
-    CountPastEnd { path: PathBuf, section: &'static str, offset: u64, count: u64, file_len: u64 },
+    CountPastEnd {
+        path: PathBuf,
+        section: &'static str,
+        offset: u64,
+        count: u64,
+        file_len: u64,
+    },
 
     #[error("{path}: section `{section}` point {index} at offset {offset}: {problem}")]
-    BadPoint { path: PathBuf, section: &'static str, index: u64, offset: u64, problem: PointProblem },
+    BadPoint {
+        path: PathBuf,
+        section: &'static str,
+        index: u64,
+        offset: u64,
+        problem: PointProblem,
+    },
 
     #[error("{path}: {what}")]
     Inconsistent { path: PathBuf, what: String },
 
     #[error("{path}: {extra} trailing bytes after the last section (offset {offset})")]
-    TrailingBytes { path: PathBuf, offset: u64, extra: u64 },
+    TrailingBytes {
+        path: PathBuf,
+        offset: u64,
+        extra: u64,
+    },
 
     #[error("decode cache {cache} does not belong to {source_path}: {field} is {found}, the source has {expected}")]
-    CacheMismatch { cache: PathBuf, source_path: PathBuf, field: &'static str, expected: String, found: String },
+    CacheMismatch {
+        cache: PathBuf,
+        source_path: PathBuf,
+        field: &'static str,
+        expected: String,
+        found: String,
+    },
 
     #[error("decode cache {cache} is corrupt at offset {offset}: {what}")]
-    CacheCorrupt { cache: PathBuf, offset: u64, what: String },
+    CacheCorrupt {
+        cache: PathBuf,
+        offset: u64,
+        what: String,
+    },
 }
 
 /// What is wrong with one encoded point.
@@ -49,7 +83,9 @@ pub enum PointProblem {
 impl std::fmt::Display for PointProblem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            PointProblem::CompressedFlag => "compressed flag (0x80) set; expected an uncompressed point",
+            PointProblem::CompressedFlag => {
+                "compressed flag (0x80) set; expected an uncompressed point"
+            }
             PointProblem::BadEncoding => "invalid encoding",
             PointProblem::NotOnCurve => "point is not on the curve",
             PointProblem::NotInSubgroup => "point is not in the prime-order subgroup",
@@ -60,6 +96,9 @@ impl std::fmt::Display for PointProblem {
 
 impl SrsError {
     pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Self {
-        SrsError::Io { path: path.to_path_buf(), source }
+        SrsError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
     }
 }

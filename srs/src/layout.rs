@@ -64,14 +64,25 @@ impl Layout {
     pub fn parse(path: &Path, bytes: &[u8]) -> Result<Layout, SrsError> {
         let file_len = bytes.len() as u64;
         let mut pos = 0u64;
-        let fixed = |name: &'static str, point_bytes: u64, pos: &mut u64| -> Result<Section, SrsError> {
-            let s = Section { name, offset: *pos, count: 1, point_bytes };
-            if s.end() > file_len {
-                return Err(SrsError::Truncated { path: path.into(), section: name, needed: s.end(), file_len });
-            }
-            *pos = s.end();
-            Ok(s)
-        };
+        let fixed =
+            |name: &'static str, point_bytes: u64, pos: &mut u64| -> Result<Section, SrsError> {
+                let s = Section {
+                    name,
+                    offset: *pos,
+                    count: 1,
+                    point_bytes,
+                };
+                if s.end() > file_len {
+                    return Err(SrsError::Truncated {
+                        path: path.into(),
+                        section: name,
+                        needed: s.end(),
+                        file_len,
+                    });
+                }
+                *pos = s.end();
+                Ok(s)
+            };
         let vk_points = [
             fixed("alpha_g1", G1_BYTES, &mut pos)?,
             fixed("beta_g1", G1_BYTES, &mut pos)?,
@@ -83,13 +94,29 @@ impl Layout {
         let mut counted = |name: &'static str, point_bytes: u64| -> Result<Section, SrsError> {
             let count_at = pos;
             if count_at + 4 > file_len {
-                return Err(SrsError::Truncated { path: path.into(), section: name, needed: count_at + 4, file_len });
+                return Err(SrsError::Truncated {
+                    path: path.into(),
+                    section: name,
+                    needed: count_at + 4,
+                    file_len,
+                });
             }
             let c = &bytes[count_at as usize..count_at as usize + 4];
             let count = u32::from_be_bytes([c[0], c[1], c[2], c[3]]) as u64;
-            let s = Section { name, offset: count_at + 4, count, point_bytes };
+            let s = Section {
+                name,
+                offset: count_at + 4,
+                count,
+                point_bytes,
+            };
             if s.end() > file_len {
-                return Err(SrsError::CountPastEnd { path: path.into(), section: name, offset: count_at, count, file_len });
+                return Err(SrsError::CountPastEnd {
+                    path: path.into(),
+                    section: name,
+                    offset: count_at,
+                    count,
+                    file_len,
+                });
             }
             pos = s.end();
             Ok(s)
@@ -101,24 +128,53 @@ impl Layout {
         let b_g1 = counted("b_g1", G1_BYTES)?;
         let b_g2 = counted("b_g2", G2_BYTES)?;
         if pos != file_len {
-            return Err(SrsError::TrailingBytes { path: path.into(), offset: pos, extra: file_len - pos });
+            return Err(SrsError::TrailingBytes {
+                path: path.into(),
+                offset: pos,
+                extra: file_len - pos,
+            });
         }
         if ic.count == 0 {
-            return Err(SrsError::Inconsistent { path: path.into(), what: format!("section `ic` at offset {} is empty; it holds at least the `one` input", ic.offset - 4) });
+            return Err(SrsError::Inconsistent {
+                path: path.into(),
+                what: format!(
+                    "section `ic` at offset {} is empty; it holds at least the `one` input",
+                    ic.offset - 4
+                ),
+            });
         }
         if b_g1.count != b_g2.count {
             return Err(SrsError::Inconsistent {
                 path: path.into(),
-                what: format!("n_b1 = {} (offset {}) differs from n_b2 = {} (offset {})", b_g1.count, b_g1.offset - 4, b_g2.count, b_g2.offset - 4),
+                what: format!(
+                    "n_b1 = {} (offset {}) differs from n_b2 = {} (offset {})",
+                    b_g1.count,
+                    b_g1.offset - 4,
+                    b_g2.count,
+                    b_g2.offset - 4
+                ),
             });
         }
         if !(h.count + 1).is_power_of_two() {
             return Err(SrsError::Inconsistent {
                 path: path.into(),
-                what: format!("n_h = {} (offset {}): n_h + 1 must be a power of two (the domain size)", h.count, h.offset - 4),
+                what: format!(
+                    "n_h = {} (offset {}): n_h + 1 must be a power of two (the domain size)",
+                    h.count,
+                    h.offset - 4
+                ),
             });
         }
-        Ok(Layout { file_len, vk_points, ic, h, l, a, b_g1, b_g2 })
+        Ok(Layout {
+            file_len,
+            vk_points,
+            ic,
+            h,
+            l,
+            a,
+            b_g1,
+            b_g2,
+        })
     }
 
     /// The domain size `n` these parameters serve (`n_h + 1`).

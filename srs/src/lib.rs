@@ -16,5 +16,7 @@ mod write;
 pub use decode::decoded_section_points_total;
 pub use error::{PointProblem, SrsError};
 pub use layout::{Layout, Section};
-pub use srs::{cache_path, cache_path_beside, inspect, CacheMode, CacheState, OpenOptions, Origin, Srs};
+pub use srs::{
+    cache_path, cache_path_beside, inspect, CacheMode, CacheState, OpenOptions, Origin, Srs,
+};
 pub use write::{write_params, ParamsRef};

@@ -2,16 +2,18 @@
 //! byte-level view of blstrs points (`repr(transparent)` over blst: Montgomery limbs, identity = 0).
 
 use blst::{
-    blst_p1_affine, blst_p1_affine_in_g1, blst_p1_deserialize, blst_p2_affine, blst_p2_affine_in_g2,
-    blst_p2_deserialize, BLST_ERROR,
+    blst_p1_affine, blst_p1_affine_in_g1, blst_p1_deserialize, blst_p2_affine,
+    blst_p2_affine_in_g2, blst_p2_deserialize, BLST_ERROR,
 };
 use blstrs::{G1Affine, G2Affine};
 use group::prime::PrimeCurveAffine;
 
 use crate::PointProblem;
 
-const _: () = assert!(std::mem::size_of::<G1Affine>() == 96 && std::mem::align_of::<G1Affine>() == 8);
-const _: () = assert!(std::mem::size_of::<G2Affine>() == 192 && std::mem::align_of::<G2Affine>() == 8);
+const _: () =
+    assert!(std::mem::size_of::<G1Affine>() == 96 && std::mem::align_of::<G1Affine>() == 8);
+const _: () =
+    assert!(std::mem::size_of::<G2Affine>() == 192 && std::mem::align_of::<G2Affine>() == 8);
 const _: () = assert!(std::mem::size_of::<blst_p1_affine>() == 96);
 const _: () = assert!(std::mem::size_of::<blst_p2_affine>() == 192);
 
@@ -99,7 +101,9 @@ impl SrsPoint for G2Affine {
 /// on the curve is the caller's contract (the decode cache only ever holds decoded points).
 pub fn cast_points<P: SrsPoint>(bytes: &[u8]) -> Option<&[P]> {
     let size = std::mem::size_of::<P>();
-    if !bytes.len().is_multiple_of(size) || !(bytes.as_ptr() as usize).is_multiple_of(std::mem::align_of::<P>()) {
+    if !bytes.len().is_multiple_of(size)
+        || !(bytes.as_ptr() as usize).is_multiple_of(std::mem::align_of::<P>())
+    {
         return None;
     }
     // SAFETY: length and alignment checked; P is plain old data (arrays of u64 limbs).
@@ -109,15 +113,21 @@ pub fn cast_points<P: SrsPoint>(bytes: &[u8]) -> Option<&[P]> {
 /// Mutable variant of [`cast_points`].
 pub fn cast_points_mut<P: SrsPoint>(bytes: &mut [u8]) -> Option<&mut [P]> {
     let size = std::mem::size_of::<P>();
-    if !bytes.len().is_multiple_of(size) || !(bytes.as_ptr() as usize).is_multiple_of(std::mem::align_of::<P>()) {
+    if !bytes.len().is_multiple_of(size)
+        || !(bytes.as_ptr() as usize).is_multiple_of(std::mem::align_of::<P>())
+    {
         return None;
     }
     // SAFETY: as above; the exclusive borrow of `bytes` moves to the result.
-    Some(unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr() as *mut P, bytes.len() / size) })
+    Some(unsafe {
+        std::slice::from_raw_parts_mut(bytes.as_mut_ptr() as *mut P, bytes.len() / size)
+    })
 }
 
 /// The in-memory bytes of points (for writing the decode cache).
 pub fn point_bytes<P: SrsPoint>(points: &[P]) -> &[u8] {
     // SAFETY: P is plain old data without padding.
-    unsafe { std::slice::from_raw_parts(points.as_ptr() as *const u8, std::mem::size_of_val(points)) }
+    unsafe {
+        std::slice::from_raw_parts(points.as_ptr() as *const u8, std::mem::size_of_val(points))
+    }
 }

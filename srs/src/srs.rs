@@ -34,7 +34,10 @@ pub struct OpenOptions {
 
 impl Default for OpenOptions {
     fn default() -> Self {
-        OpenOptions { subgroup_check: false, cache: CacheMode::Beside }
+        OpenOptions {
+            subgroup_check: false,
+            cache: CacheMode::Beside,
+        }
     }
 }
 
@@ -44,14 +47,26 @@ pub enum Origin {
     /// Mapped from a valid decode cache; no point was decoded.
     Cache(PathBuf),
     /// Decoded and written to a (new or rebuilt) cache; `stale` says why an old cache was not used.
-    Rebuilt { cache: PathBuf, stale: Option<String> },
+    Rebuilt {
+        cache: PathBuf,
+        stale: Option<String>,
+    },
     /// Decoded into memory (cache off, or the cache could not be written: `cache_error`).
     InMemory { cache_error: Option<String> },
 }
 
 enum Points {
-    Mapped { map: Mmap, ranges: [Range<usize>; 5] },
-    Owned { h: Vec<G1Affine>, l: Vec<G1Affine>, a: Vec<G1Affine>, b_g1: Vec<G1Affine>, b_g2: Vec<G2Affine> },
+    Mapped {
+        map: Mmap,
+        ranges: [Range<usize>; 5],
+    },
+    Owned {
+        h: Vec<G1Affine>,
+        l: Vec<G1Affine>,
+        a: Vec<G1Affine>,
+        b_g1: Vec<G1Affine>,
+        b_g2: Vec<G2Affine>,
+    },
 }
 
 /// An opened Groth16 parameter set.
@@ -74,7 +89,13 @@ impl Srs {
 
         let Some(cache_path) = cache_path(path, opts) else {
             let points = decode_owned(path, &bytes, &layout, subgroup)?;
-            return Ok(Srs { path: path.into(), layout: Some(layout), vk, points, origin: Origin::InMemory { cache_error: None } });
+            return Ok(Srs {
+                path: path.into(),
+                layout: Some(layout),
+                vk,
+                points,
+                origin: Origin::InMemory { cache_error: None },
+            });
         };
 
         let binding = Binding::of_source(path, &file, &bytes, &layout, subgroup)?;
@@ -88,7 +109,9 @@ impl Srs {
                     origin: Origin::Cache(cache_path),
                 })
             }
-            Err(SrsError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => None,
+            Err(SrsError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                None
+            }
             Err(e) => Some(e.to_string()),
         };
         match cache::build(&cache_path, path, &bytes, &layout, &binding) {
@@ -99,20 +122,35 @@ impl Srs {
                     layout: Some(layout),
                     vk,
                     points: Points::Mapped { map, ranges },
-                    origin: Origin::Rebuilt { cache: cache_path, stale },
+                    origin: Origin::Rebuilt {
+                        cache: cache_path,
+                        stale,
+                    },
                 })
             }
             // Bad content is the source's fault: report it rather than retrying in memory.
             Err(e @ SrsError::BadPoint { .. }) => Err(e),
             Err(e) => {
                 let points = decode_owned(path, &bytes, &layout, subgroup)?;
-                Ok(Srs { path: path.into(), layout: Some(layout), vk, points, origin: Origin::InMemory { cache_error: Some(e.to_string()) } })
+                Ok(Srs {
+                    path: path.into(),
+                    layout: Some(layout),
+                    vk,
+                    points,
+                    origin: Origin::InMemory {
+                        cache_error: Some(e.to_string()),
+                    },
+                })
             }
         }
     }
 
     /// Opens a decode cache that must belong to `source` (no fallback: a mismatch is an error).
-    pub fn open_cache(cache_path: impl AsRef<Path>, source: impl AsRef<Path>, opts: &OpenOptions) -> Result<Srs, SrsError> {
+    pub fn open_cache(
+        cache_path: impl AsRef<Path>,
+        source: impl AsRef<Path>,
+        opts: &OpenOptions,
+    ) -> Result<Srs, SrsError> {
         let (cache_path, source) = (cache_path.as_ref(), source.as_ref());
         let (file, bytes, layout) = map_source(source)?;
         let vk = decode_vk(source, &bytes, &layout)?;
@@ -196,7 +234,8 @@ impl Srs {
 
     /// Bytes of point data held (for memory budgets and `srs inspect`).
     pub fn point_bytes(&self) -> u64 {
-        (self.h().len() + self.l().len() + self.a().len() + self.b_g1().len()) as u64 * 96 + self.b_g2().len() as u64 * 192
+        (self.h().len() + self.l().len() + self.a().len() + self.b_g1().len()) as u64 * 96
+            + self.b_g2().len() as u64 * 192
     }
 }
 
@@ -227,8 +266,13 @@ pub fn inspect(path: &Path, opts: &OpenOptions) -> Result<(Layout, CacheState), 
     let binding = Binding::of_source(path, &file, &bytes, &layout, opts.subgroup_check)?;
     let state = match cache::open(&cache, path, &binding) {
         Ok(_) => CacheState::Valid(cache),
-        Err(SrsError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => CacheState::Missing(cache),
-        Err(e) => CacheState::Stale { cache, why: e.to_string() },
+        Err(SrsError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            CacheState::Missing(cache)
+        }
+        Err(e) => CacheState::Stale {
+            cache,
+            why: e.to_string(),
+        },
     };
     Ok((layout, state))
 }
@@ -239,7 +283,12 @@ pub fn cache_path_beside(path: &Path) -> PathBuf {
 }
 
 fn cache_file_name(path: &Path) -> String {
-    format!("{}.cuzk-cache", path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default())
+    format!(
+        "{}.cuzk-cache",
+        path.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    )
 }
 
 /// Opens and maps a parameter file and validates its layout (nothing is decoded yet).
@@ -268,8 +317,18 @@ fn decode_vk(path: &Path, bytes: &[u8], layout: &Layout) -> Result<VerifyingKey<
     })
 }
 
-fn decode_owned(path: &Path, bytes: &[u8], layout: &Layout, subgroup: bool) -> Result<Points, SrsError> {
-    fn g1(path: &Path, bytes: &[u8], s: &crate::layout::Section, subgroup: bool) -> Result<Vec<G1Affine>, SrsError> {
+fn decode_owned(
+    path: &Path,
+    bytes: &[u8],
+    layout: &Layout,
+    subgroup: bool,
+) -> Result<Points, SrsError> {
+    fn g1(
+        path: &Path,
+        bytes: &[u8],
+        s: &crate::layout::Section,
+        subgroup: bool,
+    ) -> Result<Vec<G1Affine>, SrsError> {
         let mut v = vec![G1Affine::default(); s.count as usize];
         decode_section(path, bytes, s, &mut v, subgroup)?;
         Ok(v)

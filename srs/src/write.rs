@@ -23,13 +23,27 @@ pub struct ParamsRef<'a> {
 
 impl<'a> From<&'a Parameters<Bls12>> for ParamsRef<'a> {
     fn from(p: &'a Parameters<Bls12>) -> Self {
-        ParamsRef { vk: &p.vk, h: &p.h, l: &p.l, a: &p.a, b_g1: &p.b_g1, b_g2: &p.b_g2 }
+        ParamsRef {
+            vk: &p.vk,
+            h: &p.h,
+            l: &p.l,
+            a: &p.a,
+            b_g1: &p.b_g1,
+            b_g2: &p.b_g2,
+        }
     }
 }
 
 impl<'a> From<&'a crate::Srs> for ParamsRef<'a> {
     fn from(s: &'a crate::Srs) -> Self {
-        ParamsRef { vk: s.vk(), h: s.h(), l: s.l(), a: s.a(), b_g1: s.b_g1(), b_g2: s.b_g2() }
+        ParamsRef {
+            vk: s.vk(),
+            h: s.h(),
+            l: s.l(),
+            a: s.a(),
+            b_g1: s.b_g1(),
+            b_g2: s.b_g2(),
+        }
     }
 }
 
@@ -37,10 +51,16 @@ impl<'a> From<&'a crate::Srs> for ParamsRef<'a> {
 pub fn write_params<'a>(path: &Path, params: impl Into<ParamsRef<'a>>) -> Result<(), SrsError> {
     let p = params.into();
     if p.b_g1.len() != p.b_g2.len() {
-        return Err(SrsError::Inconsistent { path: path.into(), what: format!("b_g1 has {} points, b_g2 {}", p.b_g1.len(), p.b_g2.len()) });
+        return Err(SrsError::Inconsistent {
+            path: path.into(),
+            what: format!("b_g1 has {} points, b_g2 {}", p.b_g1.len(), p.b_g2.len()),
+        });
     }
     if !(p.h.len() + 1).is_power_of_two() {
-        return Err(SrsError::Inconsistent { path: path.into(), what: format!("h has {} points; h + 1 must be a power of two", p.h.len()) });
+        return Err(SrsError::Inconsistent {
+            path: path.into(),
+            what: format!("h has {} points; h + 1 must be a power of two", p.h.len()),
+        });
     }
     let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
     let result = (|| {
@@ -48,8 +68,10 @@ pub fn write_params<'a>(path: &Path, params: impl Into<ParamsRef<'a>>) -> Result
         let mut w = BufWriter::with_capacity(1 << 22, file);
         let io = |e| SrsError::io(&tmp, e);
         let vk = p.vk;
-        w.write_all(&encode(&[vk.alpha_g1, vk.beta_g1])).map_err(io)?;
-        w.write_all(&encode(&[vk.beta_g2, vk.gamma_g2])).map_err(io)?;
+        w.write_all(&encode(&[vk.alpha_g1, vk.beta_g1]))
+            .map_err(io)?;
+        w.write_all(&encode(&[vk.beta_g2, vk.gamma_g2]))
+            .map_err(io)?;
         w.write_all(&encode(&[vk.delta_g1])).map_err(io)?;
         w.write_all(&encode(&[vk.delta_g2])).map_err(io)?;
         write_section(&mut w, &vk.ic).map_err(io)?;
@@ -70,8 +92,12 @@ pub fn write_params<'a>(path: &Path, params: impl Into<ParamsRef<'a>>) -> Result
 }
 
 fn write_section<P: SrsPoint>(w: &mut impl Write, points: &[P]) -> std::io::Result<()> {
-    let count = u32::try_from(points.len())
-        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "more than 2^32 − 1 points in one section"))?;
+    let count = u32::try_from(points.len()).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "more than 2^32 − 1 points in one section",
+        )
+    })?;
     w.write_all(&count.to_be_bytes())?;
     for chunk in points.chunks(1 << 16) {
         w.write_all(&encode(chunk))?;
@@ -81,6 +107,8 @@ fn write_section<P: SrsPoint>(w: &mut impl Write, points: &[P]) -> std::io::Resu
 
 fn encode<P: SrsPoint>(points: &[P]) -> Vec<u8> {
     let mut out = vec![0u8; points.len() * P::ENCODED];
-    out.par_chunks_mut(P::ENCODED).zip(points.par_iter()).for_each(|(o, p)| p.encode_into(o));
+    out.par_chunks_mut(P::ENCODED)
+        .zip(points.par_iter())
+        .for_each(|(o, p)| p.encode_into(o));
     out
 }

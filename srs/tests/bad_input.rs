@@ -3,7 +3,6 @@
 
 mod common;
 
-
 use cuzk_srs::{write_params, CacheMode, OpenOptions, PointProblem, Srs, SrsError};
 
 struct Fixture {
@@ -27,12 +26,26 @@ fn open_bad(f: &Fixture, name: &str, bytes: &[u8], subgroup_check: bool) -> SrsE
     let path = f.dir.path().join(format!("{name}.params"));
     std::fs::write(&path, bytes).unwrap();
     let cache_dir = f.dir.path().join(format!("{name}-cache"));
-    let err = Srs::open(&path, &OpenOptions { subgroup_check, cache: CacheMode::Dir(cache_dir.clone()) })
-        .err()
-        .unwrap_or_else(|| panic!("{name}: corrupt file accepted"));
-    let left: Vec<_> = std::fs::read_dir(&cache_dir).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
-    assert!(left.is_empty(), "{name}: left partial state behind: {left:?}");
-    assert!(err.to_string().contains(&path.display().to_string()), "{name}: error does not name the file: {err}");
+    let err = Srs::open(
+        &path,
+        &OpenOptions {
+            subgroup_check,
+            cache: CacheMode::Dir(cache_dir.clone()),
+        },
+    )
+    .err()
+    .unwrap_or_else(|| panic!("{name}: corrupt file accepted"));
+    let left: Vec<_> = std::fs::read_dir(&cache_dir)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(
+        left.is_empty(),
+        "{name}: left partial state behind: {left:?}"
+    );
+    assert!(
+        err.to_string().contains(&path.display().to_string()),
+        "{name}: error does not name the file: {err}"
+    );
     err
 }
 
@@ -58,7 +71,16 @@ fn truncation_at_several_offsets() {
     for (cut, section) in cuts {
         let err = open_bad(&f, &format!("cut{cut}"), &f.bytes[..cut as usize], false);
         match &err {
-            SrsError::Truncated { section: s, file_len, .. } | SrsError::CountPastEnd { section: s, file_len, .. } => {
+            SrsError::Truncated {
+                section: s,
+                file_len,
+                ..
+            }
+            | SrsError::CountPastEnd {
+                section: s,
+                file_len,
+                ..
+            } => {
                 assert_eq!(*s, section, "cut at {cut}: {err}");
                 assert_eq!(*file_len, cut);
             }
@@ -75,7 +97,17 @@ fn a_count_that_runs_past_the_end() {
     let at = (f.layout.a.offset - 4) as usize;
     bytes[at..at + 4].copy_from_slice(&0x00FF_FFFFu32.to_be_bytes());
     let err = open_bad(&f, "count", &bytes, false);
-    assert!(matches!(err, SrsError::CountPastEnd { section: "a", count: 0xFF_FFFF, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            SrsError::CountPastEnd {
+                section: "a",
+                count: 0xFF_FFFF,
+                ..
+            }
+        ),
+        "{err}"
+    );
     has(&err, &["`a`", &format!("offset {at}")]);
 }
 
@@ -85,19 +117,44 @@ fn trailing_bytes_and_inconsistent_counts() {
     let mut bytes = f.bytes.clone();
     bytes.extend_from_slice(&[0u8; 7]);
     let err = open_bad(&f, "trailing", &bytes, false);
-    assert!(matches!(err, SrsError::TrailingBytes { extra: 7, .. }), "{err}");
+    assert!(
+        matches!(err, SrsError::TrailingBytes { extra: 7, .. }),
+        "{err}"
+    );
 }
 
 #[allow(clippy::too_many_arguments)]
-fn point_err(f: &Fixture, name: &str, bytes: &[u8], subgroup: bool, section: &str, index: u64, offset: u64, problem: PointProblem) {
+fn point_err(
+    f: &Fixture,
+    name: &str,
+    bytes: &[u8],
+    subgroup: bool,
+    section: &str,
+    index: u64,
+    offset: u64,
+    problem: PointProblem,
+) {
     let err = open_bad(f, name, bytes, subgroup);
     match &err {
-        SrsError::BadPoint { section: s, index: i, offset: o, problem: p, .. } => {
-            assert_eq!((*s, *i, *o, *p), (section, index, offset, problem), "{name}: {err}");
+        SrsError::BadPoint {
+            section: s,
+            index: i,
+            offset: o,
+            problem: p,
+            ..
+        } => {
+            assert_eq!(
+                (*s, *i, *o, *p),
+                (section, index, offset, problem),
+                "{name}: {err}"
+            );
         }
         other => panic!("{name}: unexpected {other}"),
     }
-    has(&err, &[&format!("`{section}`"), &format!("offset {offset}")]);
+    has(
+        &err,
+        &[&format!("`{section}`"), &format!("offset {offset}")],
+    );
 }
 
 #[test]
@@ -106,7 +163,16 @@ fn a_flipped_byte_inside_a_point() {
     let mut bytes = f.bytes.clone();
     let at = f.layout.l.offset + 3 * 96;
     bytes[(at + 60) as usize] ^= 0x10; // inside y of l[3]
-    point_err(&f, "flip", &bytes, false, "l", 3, at, PointProblem::NotOnCurve);
+    point_err(
+        &f,
+        "flip",
+        &bytes,
+        false,
+        "l",
+        3,
+        at,
+        PointProblem::NotOnCurve,
+    );
 }
 
 #[test]
@@ -115,7 +181,16 @@ fn the_compressed_flag_set() {
     let mut bytes = f.bytes.clone();
     let at = f.layout.b_g2.offset + 192;
     bytes[at as usize] |= 0x80;
-    point_err(&f, "compressed", &bytes, false, "b_g2", 1, at, PointProblem::CompressedFlag);
+    point_err(
+        &f,
+        "compressed",
+        &bytes,
+        false,
+        "b_g2",
+        1,
+        at,
+        PointProblem::CompressedFlag,
+    );
 }
 
 #[test]
@@ -133,7 +208,16 @@ fn an_off_curve_point_in_checked_mode() {
         }
     }
     bytes[at + 48..at + 96].copy_from_slice(&y);
-    point_err(&f, "offcurve", &bytes, true, "h", 5, at as u64, PointProblem::NotOnCurve);
+    point_err(
+        &f,
+        "offcurve",
+        &bytes,
+        true,
+        "h",
+        5,
+        at as u64,
+        PointProblem::NotOnCurve,
+    );
 }
 
 #[test]
@@ -143,7 +227,16 @@ fn the_point_at_infinity_in_a_proving_section() {
     let at = (f.layout.a.offset + 2 * 96) as usize;
     bytes[at..at + 96].fill(0);
     bytes[at] = 0x40;
-    point_err(&f, "infinity", &bytes, false, "a", 2, at as u64, PointProblem::Infinity);
+    point_err(
+        &f,
+        "infinity",
+        &bytes,
+        false,
+        "a",
+        2,
+        at as u64,
+        PointProblem::Infinity,
+    );
 }
 
 #[test]
@@ -151,21 +244,40 @@ fn a_bad_verifying_key_point() {
     let f = fixture();
     let mut bytes = f.bytes.clone();
     bytes[96 + 70] ^= 0x01; // inside beta_g1
-    point_err(&f, "vk", &bytes, false, "beta_g1", 0, 96, PointProblem::NotOnCurve);
+    point_err(
+        &f,
+        "vk",
+        &bytes,
+        false,
+        "beta_g1",
+        0,
+        96,
+        PointProblem::NotOnCurve,
+    );
 }
 
 #[test]
 fn a_corrupt_cache_is_rebuilt_not_trusted() {
     let f = fixture();
     let path = f.dir.path().join("good.params");
-    let opts = OpenOptions { subgroup_check: false, cache: CacheMode::Beside };
+    let opts = OpenOptions {
+        subgroup_check: false,
+        cache: CacheMode::Beside,
+    };
     drop(Srs::open(&path, &opts).unwrap());
     let cache = cuzk_srs::cache_path_beside(&path);
     let len = std::fs::metadata(&cache).unwrap().len();
-    std::fs::File::options().write(true).open(&cache).unwrap().set_len(len - 10).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&cache)
+        .unwrap()
+        .set_len(len - 10)
+        .unwrap();
     let srs = Srs::open(&path, &opts).unwrap();
     match srs.origin() {
-        cuzk_srs::Origin::Rebuilt { stale: Some(why), .. } => assert!(why.contains("corrupt"), "{why}"),
+        cuzk_srs::Origin::Rebuilt {
+            stale: Some(why), ..
+        } => assert!(why.contains("corrupt"), "{why}"),
         other => panic!("expected a rebuild, got {other:?}"),
     }
     assert!(common::same(&common::small(20), &srs));

@@ -28,15 +28,34 @@ fn bellperson_writes_cuzk_reads() {
     common::write_bellperson(&path, &p);
     for cache in [CacheMode::Off, CacheMode::Dir(dir.path().join("cache"))] {
         for subgroup_check in [false, true] {
-            let srs = Srs::open(&path, &OpenOptions { subgroup_check, cache: cache.clone() }).unwrap();
-            assert!(common::same(&p, &srs), "cuzk read different parameters ({cache:?}, {subgroup_check})");
+            let srs = Srs::open(
+                &path,
+                &OpenOptions {
+                    subgroup_check,
+                    cache: cache.clone(),
+                },
+            )
+            .unwrap();
+            assert!(
+                common::same(&p, &srs),
+                "cuzk read different parameters ({cache:?}, {subgroup_check})"
+            );
             assert_eq!(srs.domain_size(), 32);
             assert_eq!(srs.num_inputs(), 5);
         }
     }
     let bytes = std::fs::read(&path).unwrap();
     let layout = Layout::parse(&path, &bytes).unwrap();
-    assert_eq!((layout.ic.count, layout.h.count, layout.l.count, layout.a.count, layout.b_g1.count), (5, 31, 33, 17, 11));
+    assert_eq!(
+        (
+            layout.ic.count,
+            layout.h.count,
+            layout.l.count,
+            layout.a.count,
+            layout.b_g1.count
+        ),
+        (5, 31, 33, 17, 11)
+    );
 }
 
 #[test]
@@ -48,5 +67,8 @@ fn srs_round_trips_through_the_writer() {
     let srs = Srs::open(&first, &OpenOptions::default()).unwrap();
     let second = dir.path().join("second.params");
     write_params(&second, &srs).unwrap();
-    assert_eq!(std::fs::read(&first).unwrap(), std::fs::read(&second).unwrap());
+    assert_eq!(
+        std::fs::read(&first).unwrap(),
+        std::fs::read(&second).unwrap()
+    );
 }

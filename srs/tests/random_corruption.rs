@@ -34,16 +34,31 @@ fn random_flips_and_truncations() {
         }
         std::fs::write(&bad, &b).unwrap();
         let cache = CacheMode::Dir(dir.path().join(format!("cache{round}")));
-        match Srs::open(&bad, &OpenOptions { subgroup_check: round % 2 == 0, cache }) {
+        match Srs::open(
+            &bad,
+            &OpenOptions {
+                subgroup_check: round % 2 == 0,
+                cache,
+            },
+        ) {
             Err(e) => {
-                assert!(e.to_string().contains("bad.params"), "round {round}: error does not name the file: {e}");
+                assert!(
+                    e.to_string().contains("bad.params"),
+                    "round {round}: error does not name the file: {e}"
+                );
                 refused += 1;
             }
             Ok(srs) => {
-                assert!(common::same(&p, &srs), "round {round}: damaged file decoded to different parameters");
+                assert!(
+                    common::same(&p, &srs),
+                    "round {round}: damaged file decoded to different parameters"
+                );
                 accepted += 1;
             }
         }
     }
-    assert!(refused > 250, "only {refused} of 300 damaged files refused ({accepted} accepted)");
+    assert!(
+        refused > 250,
+        "only {refused} of 300 damaged files refused ({accepted} accepted)"
+    );
 }

@@ -17,18 +17,30 @@ pub enum Request {
     /// Prometheus text exposition (`Response::Ok`): jobs by kind, queues, stage histograms,
     /// budgets, pinned memory, loaded parameters, GPU busy fraction.
     Metrics,
-    Cancel { job: u64 },
+    Cancel {
+        job: u64,
+    },
     /// Opens a parameter file (once) and keeps it loaded.
-    Preload { path: String },
+    Preload {
+        path: String,
+    },
     /// Drops the engine's handle to a parameter file (refused while a job holds it).
-    Evict { path: String },
+    Evict {
+        path: String,
+    },
     /// Stops dispatching to the GPUs (synthesis goes on); `Resume` undoes it.
     Pause,
     Resume,
     /// Proves one of the example circuits (a smoke test of a running daemon).
-    ProveExample { circuit: String, size: usize, partitions: usize },
+    ProveExample {
+        circuit: String,
+        size: usize,
+        partitions: usize,
+    },
     /// Waits for a job submitted through this daemon and reports how it ended.
-    Wait { job: u64 },
+    Wait {
+        job: u64,
+    },
     /// Stops accepting work and exits once in-flight jobs are done.
     Drain,
     /// Stops at once.
@@ -37,10 +49,15 @@ pub enum Request {
     Ready,
     /// Proves a circuit kind the embedding program registered (`ServerOptions::custom`) from
     /// its input bytes, which that kind reads.
-    ProveCustom { kind: String, input: Vec<u8> },
+    ProveCustom {
+        kind: String,
+        input: Vec<u8>,
+    },
     /// Re-reads the settings (this file, else the daemon's own) and applies those that can
     /// change live; a changed key that cannot is refused, by name, and nothing is applied.
-    Reload { path: Option<String> },
+    Reload {
+        path: Option<String>,
+    },
     /// Proves a Filecoin proof (PoRep C2, SnapDeals, WindowPoSt, WinningPoSt) from its inputs.
     #[cfg(feature = "filecoin")]
     Prove(cuzk_filecoin::ProofRequest),
@@ -50,10 +67,19 @@ pub enum Request {
 pub enum Response {
     Ok(String),
     Json(String),
-    Submitted { job: u64 },
+    Submitted {
+        job: u64,
+    },
     /// A finished job: its proof bytes (192 per partition, in order, each self-verified) and
     /// where its time went.
-    Proof { job: u64, proof: Vec<u8>, partitions: u32, wall_ms: u64, queue_ms: u64, prove_ms: u64 },
+    Proof {
+        job: u64,
+        proof: Vec<u8>,
+        partitions: u32,
+        wall_ms: u64,
+        queue_ms: u64,
+        prove_ms: u64,
+    },
     Error(String),
 }
 
@@ -78,7 +104,8 @@ fn config() -> bincode::config::Configuration {
 }
 
 pub fn write<T: Serialize>(w: &mut impl Write, msg: &T) -> Result<(), FrameError> {
-    let payload = bincode::serde::encode_to_vec(msg, config()).map_err(|e| FrameError::Decode(e.to_string()))?;
+    let payload = bincode::serde::encode_to_vec(msg, config())
+        .map_err(|e| FrameError::Decode(e.to_string()))?;
     let len = u32::try_from(payload.len() + 2).map_err(|_| FrameError::TooLong(u32::MAX))?;
     if len > MAX_FRAME {
         return Err(FrameError::TooLong(len));
@@ -111,15 +138,22 @@ pub fn read<T: for<'de> Deserialize<'de>>(r: &mut impl Read) -> Result<Option<T>
     let mut body = Vec::with_capacity((len as usize).min(1 << 20));
     r.take(len as u64).read_to_end(&mut body)?;
     if body.len() != len as usize {
-        return Err(FrameError::Truncated { expected: len, got: body.len() as u32 });
+        return Err(FrameError::Truncated {
+            expected: len,
+            got: body.len() as u32,
+        });
     }
     let version = u16::from_be_bytes([body[0], body[1]]);
     if version != VERSION {
         return Err(FrameError::Version(version));
     }
-    let (msg, used) = bincode::serde::decode_from_slice(&body[2..], config()).map_err(|e| FrameError::Decode(e.to_string()))?;
+    let (msg, used) = bincode::serde::decode_from_slice(&body[2..], config())
+        .map_err(|e| FrameError::Decode(e.to_string()))?;
     if used != body.len() - 2 {
-        return Err(FrameError::Decode(format!("{} trailing bytes", body.len() - 2 - used)));
+        return Err(FrameError::Decode(format!(
+            "{} trailing bytes",
+            body.len() - 2 - used
+        )));
     }
     Ok(Some(msg))
 }
@@ -137,13 +171,22 @@ mod tests {
 
         let mut bad = buf.clone();
         bad[4] = 9; // version
-        assert!(matches!(read::<Request>(&mut bad.as_slice()), Err(FrameError::Version(_))));
+        assert!(matches!(
+            read::<Request>(&mut bad.as_slice()),
+            Err(FrameError::Version(_))
+        ));
         let huge = (MAX_FRAME + 1).to_be_bytes();
-        assert!(matches!(read::<Request>(&mut huge.as_slice()), Err(FrameError::TooLong(_))));
+        assert!(matches!(
+            read::<Request>(&mut huge.as_slice()),
+            Err(FrameError::TooLong(_))
+        ));
         let mut garbage = vec![0, 0, 0, 6];
         garbage.extend_from_slice(&VERSION.to_be_bytes());
         garbage.extend_from_slice(&[0xff; 4]);
-        assert!(matches!(read::<Request>(&mut garbage.as_slice()), Err(FrameError::Decode(_))));
+        assert!(matches!(
+            read::<Request>(&mut garbage.as_slice()),
+            Err(FrameError::Decode(_))
+        ));
         assert!(read::<Request>(&mut [].as_slice()).unwrap().is_none());
     }
 }

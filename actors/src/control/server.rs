@@ -33,7 +33,8 @@ pub struct ServerOptions {
     /// The daemon's state, shared with its other interfaces (`Status`, `Ready`, `Drain`).
     pub ready: Readiness,
     /// Applies the live-changeable settings of a config file (`Reload`); `None`: refused.
-    pub reload: Option<std::sync::Arc<dyn Fn(Option<&Path>) -> Result<String, String> + Send + Sync>>,
+    pub reload:
+        Option<std::sync::Arc<dyn Fn(Option<&Path>) -> Result<String, String> + Send + Sync>>,
     /// Where parameters for example circuits (`ProveExample`) are kept.
     pub example_params_dir: PathBuf,
     /// Where Filecoin parameters are, and how Filecoin jobs are scheduled.
@@ -62,10 +63,22 @@ pub struct ControlServer {
 
 /// The uid of the process at the other end of `s`.
 fn peer_uid(s: &UnixStream) -> Result<u32, String> {
-    let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
     let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
     // SAFETY: `cred` and `len` are valid for writes of the sizes given.
-    let rc = unsafe { libc::getsockopt(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_PEERCRED, &mut cred as *mut _ as *mut libc::c_void, &mut len) };
+    let rc = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            &mut cred as *mut _ as *mut libc::c_void,
+            &mut len,
+        )
+    };
     if rc != 0 {
         return Err(format!("SO_PEERCRED: {}", std::io::Error::last_os_error()));
     }
@@ -75,7 +88,11 @@ fn peer_uid(s: &UnixStream) -> Result<u32, String> {
 impl ControlServer {
     /// Binds `path` (replacing a stale socket file), mode 0600, and starts serving.
     /// Binds and serves with the engine `jobs` runs on.
-    pub fn start(jobs: Arc<JobTable>, path: &Path, opts: ServerOptions) -> Result<ControlServer, String> {
+    pub fn start(
+        jobs: Arc<JobTable>,
+        path: &Path,
+        opts: ServerOptions,
+    ) -> Result<ControlServer, String> {
         let s = Self::bind(path, opts)?;
         s.attach(jobs);
         Ok(s)
@@ -84,7 +101,10 @@ impl ControlServer {
     /// Hands the server its engine: until then it answers `Ready` and `Status` with `starting`,
     /// `Shutdown` as usual, and everything else with an error saying it is starting.
     pub fn attach(&self, jobs: Arc<JobTable>) {
-        let _ = self.shared.live.set(Live { engine: jobs.engine().clone(), jobs });
+        let _ = self.shared.live.set(Live {
+            engine: jobs.engine().clone(),
+            jobs,
+        });
     }
 
     /// Binds `path` (replacing a stale socket file), mode 0600, and starts serving, before the
@@ -92,12 +112,18 @@ impl ControlServer {
     pub fn bind(path: &Path, opts: ServerOptions) -> Result<ControlServer, String> {
         if path.exists() {
             if UnixStream::connect(path).is_ok() {
-                return Err(format!("{}: another daemon is listening there", path.display()));
+                return Err(format!(
+                    "{}: another daemon is listening there",
+                    path.display()
+                ));
             }
-            std::fs::remove_file(path).map_err(|e| format!("removing the stale socket {}: {e}", path.display()))?;
+            std::fs::remove_file(path)
+                .map_err(|e| format!("removing the stale socket {}: {e}", path.display()))?;
         }
-        let listener = UnixListener::bind(path).map_err(|e| format!("binding {}: {e}", path.display()))?;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| format!("chmod 0600 {}: {e}", path.display()))?;
+        let listener =
+            UnixListener::bind(path).map_err(|e| format!("binding {}: {e}", path.display()))?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| format!("chmod 0600 {}: {e}", path.display()))?;
         let shared = Arc::new(Shared {
             live: std::sync::OnceLock::new(),
             opts,
@@ -119,10 +145,17 @@ impl ControlServer {
                     match peer_uid(&s) {
                         Ok(uid) if uid == me => {
                             let sh = sh.clone();
-                            let _ = std::thread::Builder::new().name("cuzk-control-conn".into()).spawn(move || serve(&sh, s));
+                            let _ = std::thread::Builder::new()
+                                .name("cuzk-control-conn".into())
+                                .spawn(move || serve(&sh, s));
                         }
                         Ok(uid) => {
-                            let _ = write(&mut s, &Response::Error(format!("peer uid {uid} is not the daemon's uid {me}")));
+                            let _ = write(
+                                &mut s,
+                                &Response::Error(format!(
+                                    "peer uid {uid} is not the daemon's uid {me}"
+                                )),
+                            );
                         }
                         Err(e) => {
                             let _ = write(&mut s, &Response::Error(e));
@@ -132,7 +165,10 @@ impl ControlServer {
                 let _ = std::fs::remove_file(&sh.path);
             })
             .map_err(|e| format!("starting the control thread: {e}"))?;
-        Ok(ControlServer { shared, thread: Some(thread) })
+        Ok(ControlServer {
+            shared,
+            thread: Some(thread),
+        })
     }
 
     /// Blocks until a `Shutdown` or a finished `Drain`.
@@ -194,12 +230,16 @@ fn starting(sh: &Shared, req: Request) -> Response {
         Request::Ready => Response::Ok(state.into()),
         Request::Status => Response::Json(serde_json::json!({ "state": state }).to_string()),
         Request::Shutdown => Response::Ok("stopping".into()),
-        _ => Response::Error(format!("{state}: the engine cannot take requests yet (opening devices, compiling kernels)")),
+        _ => Response::Error(format!(
+            "{state}: the engine cannot take requests yet (opening devices, compiling kernels)"
+        )),
     }
 }
 
 fn handle(sh: &Arc<Shared>, req: Request) -> Response {
-    let Some(live) = sh.live.get() else { return starting(sh, req) };
+    let Some(live) = sh.live.get() else {
+        return starting(sh, req);
+    };
     let e = &live.engine;
     match req {
         Request::Status => match (e.status(), e.pinned()) {
@@ -294,7 +334,12 @@ fn prove_filecoin(sh: &Arc<Shared>, live: &Live, req: cuzk_filecoin::ProofReques
     match live.engine.submit_filecoin(req, &sh.opts.filecoin) {
         Ok(j) => {
             let job = j.handle.id;
-            let sub = Submission { kind: kind.name().into(), request_id: String::new(), partitions: j.partitions, srs_load: start.elapsed() };
+            let sub = Submission {
+                kind: kind.name().into(),
+                request_id: String::new(),
+                partitions: j.partitions,
+                srs_load: start.elapsed(),
+            };
             live.jobs.track(j.handle, sub);
             Response::Submitted { job }
         }
@@ -309,25 +354,53 @@ fn prove_custom(sh: &Arc<Shared>, live: &Live, kind: &str, input: &[u8]) -> Resp
     }
     let Some((_, make)) = sh.opts.custom.iter().find(|(k, _)| k == kind) else {
         let known: Vec<&str> = sh.opts.custom.iter().map(|(k, _)| k.as_str()).collect();
-        return Response::Error(format!("unknown circuit kind `{kind}`; this daemon registers {}", if known.is_empty() { "none".into() } else { known.join(", ") }));
+        return Response::Error(format!(
+            "unknown circuit kind `{kind}`; this daemon registers {}",
+            if known.is_empty() {
+                "none".into()
+            } else {
+                known.join(", ")
+            }
+        ));
     };
-    let spec = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| make(&live.engine, input))) {
+    let spec = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        make(&live.engine, input)
+    })) {
         Ok(Ok(spec)) => spec.kind(kind),
         Ok(Err(x)) => return Response::Error(format!("{kind} request: {x}")),
-        Err(p) => return Response::Error(format!("{kind} request: building the job panicked: {}", crate::job::panic_text(&p))),
+        Err(p) => {
+            return Response::Error(format!(
+                "{kind} request: building the job panicked: {}",
+                crate::job::panic_text(&p)
+            ))
+        }
     };
     let partitions = spec.partitions.len();
     match live.engine.submit(spec) {
         Ok(h) => {
             let job = h.id;
-            live.jobs.track(h, Submission { kind: kind.into(), request_id: String::new(), partitions, srs_load: std::time::Duration::ZERO });
+            live.jobs.track(
+                h,
+                Submission {
+                    kind: kind.into(),
+                    request_id: String::new(),
+                    partitions,
+                    srs_load: std::time::Duration::ZERO,
+                },
+            );
             Response::Submitted { job }
         }
         Err(x) => Response::Error(x),
     }
 }
 
-fn prove_example(sh: &Arc<Shared>, live: &Live, circuit: &str, size: usize, partitions: usize) -> Response {
+fn prove_example(
+    sh: &Arc<Shared>,
+    live: &Live,
+    circuit: &str,
+    size: usize,
+    partitions: usize,
+) -> Response {
     if sh.draining.load(Ordering::Acquire) {
         return Response::Error("draining: no new work is accepted".into());
     }
@@ -335,7 +408,10 @@ fn prove_example(sh: &Arc<Shared>, live: &Live, circuit: &str, size: usize, part
         return Response::Error("partitions must be at least 1".into());
     }
     let Some(blank) = Example::new(circuit, size, 0) else {
-        return Response::Error(format!("unknown circuit `{circuit}`; choose one of {}", Example::NAMES.join(", ")));
+        return Response::Error(format!(
+            "unknown circuit `{circuit}`; choose one of {}",
+            Example::NAMES.join(", ")
+        ));
     };
     let path = Example::params_path(&sh.opts.example_params_dir, circuit, size);
     if let Err(x) = ensure_params(&path, blank, Example::SETUP_SEED) {
@@ -345,11 +421,21 @@ fn prove_example(sh: &Arc<Shared>, live: &Live, circuit: &str, size: usize, part
         Ok(s) => s,
         Err(x) => return Response::Error(x),
     };
-    let circuits: Vec<Example> = (0..partitions).filter_map(|p| Example::new(circuit, size, 1000 + p as u64)).collect();
+    let circuits: Vec<Example> = (0..partitions)
+        .filter_map(|p| Example::new(circuit, size, 1000 + p as u64))
+        .collect();
     match live.engine.submit(JobSpec::new(srs, circuits)) {
         Ok(h) => {
             let job = h.id;
-            live.jobs.track(h, Submission { kind: format!("example-{circuit}"), request_id: String::new(), partitions, srs_load: std::time::Duration::ZERO });
+            live.jobs.track(
+                h,
+                Submission {
+                    kind: format!("example-{circuit}"),
+                    request_id: String::new(),
+                    partitions,
+                    srs_load: std::time::Duration::ZERO,
+                },
+            );
             Response::Submitted { job }
         }
         Err(x) => Response::Error(x),

@@ -43,7 +43,14 @@ fn bytes32(what: &str, b: &[u8]) -> Result<[u8; 32], Invalid> {
 
 fn vanilla_proofs(r: &pb::SubmitProofRequest, what: &str) -> Result<Vec<Vec<u8>>, Invalid> {
     if r.vanilla_proofs.is_empty() {
-        return invalid(format!("vanilla_proofs is empty: a {what} request carries one bincode proof per {}", if what == "SnapDeals" { "partition" } else { "sector" }));
+        return invalid(format!(
+            "vanilla_proofs is empty: a {what} request carries one bincode proof per {}",
+            if what == "SnapDeals" {
+                "partition"
+            } else {
+                "sector"
+            }
+        ));
     }
     Ok(r.vanilla_proofs.clone())
 }
@@ -52,7 +59,10 @@ fn vanilla_proofs(r: &pb::SubmitProofRequest, what: &str) -> Result<Vec<Vec<u8>>
 fn check_size(r: &pb::SubmitProofRequest, reg: Registered) -> Result<(), Invalid> {
     let size = reg.sector_size();
     if r.sector_size != 0 && r.sector_size != size {
-        return invalid(format!("sector_size {} but registered_proof {} is for {size}-byte sectors", r.sector_size, r.registered_proof));
+        return invalid(format!(
+            "sector_size {} but registered_proof {} is for {size}-byte sectors",
+            r.sector_size, r.registered_proof
+        ));
     }
     Ok(())
 }
@@ -123,12 +133,22 @@ pub fn priority(p: i32, by_kind: Priority) -> Priority {
     }
 }
 
-const SIZES: [(&str, u64); 5] = [("2k", 2 << 10), ("8m", 8 << 20), ("512m", 512 << 20), ("32g", 32 << 30), ("64g", 64 << 30)];
+const SIZES: [(&str, u64); 5] = [
+    ("2k", 2 << 10),
+    ("8m", 8 << 20),
+    ("512m", 512 << 20),
+    ("32g", 32 << 30),
+    ("64g", 64 << 30),
+];
 
 /// The circuit id of a registered proof: `porep-32g`, `porep-ni-32g` (non-interactive PoRep),
 /// `snap-32g`, `wpost-32g`, `winning-32g`.
 pub fn circuit_id(reg: Registered) -> String {
-    let size = SIZES.iter().find(|(_, b)| *b == reg.sector_size()).map(|(n, _)| n.to_string()).unwrap_or_else(|| format!("{}b", reg.sector_size()));
+    let size = SIZES
+        .iter()
+        .find(|(_, b)| *b == reg.sector_size())
+        .map(|(n, _)| n.to_string())
+        .unwrap_or_else(|| format!("{}b", reg.sector_size()));
     let kind = match reg {
         Registered::Seal(_) if reg.abi() >= 15 => "porep-ni",
         Registered::Seal(_) => "porep",
@@ -144,9 +164,13 @@ pub fn circuit_id(reg: Registered) -> String {
 pub fn parse_circuit_id(id: &str) -> Result<Registered, Invalid> {
     let usage = "circuit ids are <kind>-<size>: kind porep, porep-ni, snap, wpost or winning; size 2k, 8m, 512m, 32g or 64g (e.g. porep-32g); or a .params file path";
     let lower = id.trim().to_ascii_lowercase();
-    let Some((kind, size)) = lower.rsplit_once('-') else { return invalid(format!("circuit id `{id}`: {usage}")) };
+    let Some((kind, size)) = lower.rsplit_once('-') else {
+        return invalid(format!("circuit id `{id}`: {usage}"));
+    };
     let size = size.trim_end_matches("ib").trim_end_matches('b');
-    let Some(i) = SIZES.iter().position(|(n, _)| *n == size) else { return invalid(format!("circuit id `{id}`: unknown size; {usage}")) };
+    let Some(i) = SIZES.iter().position(|(n, _)| *n == size) else {
+        return invalid(format!("circuit id `{id}`: unknown size; {usage}"));
+    };
     let i = i as u64;
     let r = match kind {
         "porep" => seal_from_abi(5 + i).map(Registered::Seal),
@@ -165,38 +189,78 @@ mod tests {
 
     #[test]
     fn circuit_ids_round_trip_and_bad_ones_are_named() {
-        for id in ["porep-2k", "porep-32g", "porep-ni-64g", "snap-512m", "wpost-32g", "winning-8m"] {
+        for id in [
+            "porep-2k",
+            "porep-32g",
+            "porep-ni-64g",
+            "snap-512m",
+            "wpost-32g",
+            "winning-8m",
+        ] {
             assert_eq!(circuit_id(parse_circuit_id(id).unwrap()), id);
         }
-        assert_eq!(parse_circuit_id("PoRep-32GiB").unwrap(), parse_circuit_id("porep-32g").unwrap());
-        assert!(parse_circuit_id("porep-3g").unwrap_err().0.contains("unknown size"));
-        assert!(parse_circuit_id("sealing-32g").unwrap_err().0.contains("unknown kind"));
-        assert!(parse_circuit_id("porep").unwrap_err().0.contains("<kind>-<size>"));
+        assert_eq!(
+            parse_circuit_id("PoRep-32GiB").unwrap(),
+            parse_circuit_id("porep-32g").unwrap()
+        );
+        assert!(parse_circuit_id("porep-3g")
+            .unwrap_err()
+            .0
+            .contains("unknown size"));
+        assert!(parse_circuit_id("sealing-32g")
+            .unwrap_err()
+            .0
+            .contains("unknown kind"));
+        assert!(parse_circuit_id("porep")
+            .unwrap_err()
+            .0
+            .contains("<kind>-<size>"));
     }
 
     #[test]
     fn curio_priorities_keep_the_engines_order() {
-        assert_eq!(priority(pb::Priority::Critical as i32, Priority::Low), Priority::High);
-        assert_eq!(priority(pb::Priority::High as i32, Priority::Low), Priority::Normal);
-        assert_eq!(priority(pb::Priority::Normal as i32, Priority::High), Priority::Low);
+        assert_eq!(
+            priority(pb::Priority::Critical as i32, Priority::Low),
+            Priority::High
+        );
+        assert_eq!(
+            priority(pb::Priority::High as i32, Priority::Low),
+            Priority::Normal
+        );
+        assert_eq!(
+            priority(pb::Priority::Normal as i32, Priority::High),
+            Priority::Low
+        );
         assert_eq!(priority(0, Priority::Normal), Priority::Normal);
         assert_eq!(priority(77, Priority::High), Priority::High);
     }
 
     #[test]
     fn requests_are_checked_before_any_work() {
-        let mut r = pb::SubmitProofRequest { proof_kind: 9, ..Default::default() };
-        assert!(to_proof_request(&r).unwrap_err().0.contains("unknown proof_kind 9"));
+        let mut r = pb::SubmitProofRequest {
+            proof_kind: 9,
+            ..Default::default()
+        };
+        assert!(to_proof_request(&r)
+            .unwrap_err()
+            .0
+            .contains("unknown proof_kind 9"));
         r.proof_kind = 0;
         assert!(to_proof_request(&r).unwrap_err().0.contains("UNSPECIFIED"));
         r.proof_kind = pb::ProofKind::PorepSealCommit as i32;
         r.registered_proof = 5;
         r.vanilla_proof = b"{\"SectorNum\":1".to_vec();
-        assert!(to_proof_request(&r).unwrap_err().0.contains("Curio's PoRep JSON"));
+        assert!(to_proof_request(&r)
+            .unwrap_err()
+            .0
+            .contains("Curio's PoRep JSON"));
         r.vanilla_proof = br#"{"SectorNum":1,"Phase1Out":"!!","SectorSize":2048}"#.to_vec();
         assert!(to_proof_request(&r).unwrap_err().0.contains("base64"));
         r.vanilla_proof = br#"{"SectorNum":1,"Phase1Out":"e30=","SectorSize":4096}"#.to_vec();
-        assert!(to_proof_request(&r).unwrap_err().0.contains("SectorSize 4096"));
+        assert!(to_proof_request(&r)
+            .unwrap_err()
+            .0
+            .contains("SectorSize 4096"));
         r.vanilla_proof = br#"{"SectorNum":1,"Phase1Out":"e30=","SectorSize":2048}"#.to_vec();
         r.sector_number = 2;
         assert!(to_proof_request(&r).unwrap_err().0.contains("SectorNum 1"));
@@ -204,18 +268,52 @@ mod tests {
         r.miner_id = 1000;
         let (req, reg) = to_proof_request(&r).unwrap();
         assert_eq!(reg, Registered::Seal(seal_from_abi(5).unwrap()));
-        assert_eq!(req, ProofRequest::PoRep { c1_json: b"{}".to_vec(), prover_id: Some(prover_id_of_miner(1000)), sector_id: Some(1) });
+        assert_eq!(
+            req,
+            ProofRequest::PoRep {
+                c1_json: b"{}".to_vec(),
+                prover_id: Some(prover_id_of_miner(1000)),
+                sector_id: Some(1)
+            }
+        );
         r.registered_proof = 99;
-        assert!(to_proof_request(&r).unwrap_err().0.contains("registered_proof"));
+        assert!(to_proof_request(&r)
+            .unwrap_err()
+            .0
+            .contains("registered_proof"));
 
-        let mut w = pb::SubmitProofRequest { proof_kind: pb::ProofKind::WinningPost as i32, registered_proof: 10, vanilla_proofs: vec![vec![1]], randomness: vec![0; 32], ..Default::default() };
-        assert!(to_proof_request(&w).unwrap_err().0.contains("not winning-post"));
+        let mut w = pb::SubmitProofRequest {
+            proof_kind: pb::ProofKind::WinningPost as i32,
+            registered_proof: 10,
+            vanilla_proofs: vec![vec![1]],
+            randomness: vec![0; 32],
+            ..Default::default()
+        };
+        assert!(to_proof_request(&w)
+            .unwrap_err()
+            .0
+            .contains("not winning-post"));
         w.registered_proof = 0;
         w.randomness = vec![0; 31];
-        assert!(to_proof_request(&w).unwrap_err().0.contains("randomness: 31 bytes"));
+        assert!(to_proof_request(&w)
+            .unwrap_err()
+            .0
+            .contains("randomness: 31 bytes"));
         w.vanilla_proofs.clear();
-        assert!(to_proof_request(&w).unwrap_err().0.contains("vanilla_proofs is empty"));
-        let s = pb::SubmitProofRequest { proof_kind: pb::ProofKind::SnapDealsUpdate as i32, vanilla_proofs: vec![vec![1]], comm_r_old: vec![0; 32], comm_r_new: vec![0; 32], ..Default::default() };
-        assert!(to_proof_request(&s).unwrap_err().0.contains("comm_d_new: 0 bytes"));
+        assert!(to_proof_request(&w)
+            .unwrap_err()
+            .0
+            .contains("vanilla_proofs is empty"));
+        let s = pb::SubmitProofRequest {
+            proof_kind: pb::ProofKind::SnapDealsUpdate as i32,
+            vanilla_proofs: vec![vec![1]],
+            comm_r_old: vec![0; 32],
+            comm_r_new: vec![0; 32],
+            ..Default::default()
+        };
+        assert!(to_proof_request(&s)
+            .unwrap_err()
+            .0
+            .contains("comm_d_new: 0 bytes"));
     }
 }

@@ -70,7 +70,10 @@ pub struct Service(Arc<Inner>);
 
 fn status_of(e: &FilecoinError) -> tonic::Code {
     match e {
-        FilecoinError::Malformed { .. } | FilecoinError::Invalid { .. } | FilecoinError::SectorSize(_) | FilecoinError::Proofs { .. } => tonic::Code::InvalidArgument,
+        FilecoinError::Malformed { .. }
+        | FilecoinError::Invalid { .. }
+        | FilecoinError::SectorSize(_)
+        | FilecoinError::Proofs { .. } => tonic::Code::InvalidArgument,
         FilecoinError::MissingParams { .. } => tonic::Code::NotFound,
         FilecoinError::Params { .. } => tonic::Code::FailedPrecondition,
         FilecoinError::Engine(_) => tonic::Code::InvalidArgument,
@@ -78,7 +81,11 @@ fn status_of(e: &FilecoinError) -> tonic::Code {
 }
 
 fn job_id(s: &str) -> Result<u64, Status> {
-    s.trim().parse::<u64>().map_err(|_| Status::invalid_argument(format!("job_id `{s}` is not a job id of this engine (a decimal number)")))
+    s.trim().parse::<u64>().map_err(|_| {
+        Status::invalid_argument(format!(
+            "job_id `{s}` is not a job id of this engine (a decimal number)"
+        ))
+    })
 }
 
 fn ms(d: Duration) -> u64 {
@@ -103,7 +110,11 @@ fn response_of(t: &Tracked, o: &Outcome) -> pb::AwaitProofResponse {
             r.total_ms = ms(out.wall + t.srs_load);
         }
         Err(e) => {
-            r.status = if matches!(e, crate::job::JobError::Cancelled(_)) { S::Cancelled as i32 } else { S::Failed as i32 };
+            r.status = if matches!(e, crate::job::JobError::Cancelled(_)) {
+                S::Cancelled as i32
+            } else {
+                S::Failed as i32
+            };
             r.error_message = e.to_string();
             r.total_ms = ms(o.ended.saturating_duration_since(t.submitted) + t.srs_load);
         }
@@ -126,10 +137,16 @@ impl Drop for DisconnectGuard {
         }
         let l = log::job(self.job, None, "", None);
         if self.cancel {
-            slog::info!(l, "client hung up while waiting: cancelling the job (grpc.cancel_on_disconnect)");
+            slog::info!(
+                l,
+                "client hung up while waiting: cancelling the job (grpc.cancel_on_disconnect)"
+            );
             let _ = self.jobs.cancel(self.job);
         } else {
-            slog::info!(l, "client hung up while waiting: the job goes on and is kept for jobs.retain_s");
+            slog::info!(
+                l,
+                "client hung up while waiting: the job goes on and is kept for jobs.retain_s"
+            );
         }
     }
 }
@@ -138,7 +155,13 @@ impl Service {
     /// A service whose engine is still starting: it answers `GetStatus` (state `starting`) and
     /// `UNAVAILABLE` to the rest until [`attach`](Self::attach).
     pub fn new(opts: GrpcOptions, ready: Readiness) -> Service {
-        Service(Arc::new(Inner { jobs: std::sync::OnceLock::new(), opts, ready, circuits: Mutex::new(HashMap::new()), submitting: Mutex::new(HashMap::new()) }))
+        Service(Arc::new(Inner {
+            jobs: std::sync::OnceLock::new(),
+            opts,
+            ready,
+            circuits: Mutex::new(HashMap::new()),
+            submitting: Mutex::new(HashMap::new()),
+        }))
     }
 
     /// Hands the service the daemon's job table (and so its engine).
@@ -147,7 +170,11 @@ impl Service {
     }
 
     fn jobs(&self) -> Result<&Arc<JobTable>, Status> {
-        self.0.jobs.get().ok_or_else(|| Status::unavailable("starting: the engine cannot prove yet (opening devices, compiling kernels)"))
+        self.0.jobs.get().ok_or_else(|| {
+            Status::unavailable(
+                "starting: the engine cannot prove yet (opening devices, compiling kernels)",
+            )
+        })
     }
 
     fn engine(&self) -> Result<&Arc<crate::Engine>, Status> {
@@ -174,7 +201,14 @@ impl Service {
         let turn = match req.request_id.as_str() {
             "" => None,
             id => {
-                let m = self.0.submitting.lock().map_err(|_| Status::internal("submission lock poisoned"))?.entry(id.to_string()).or_default().clone();
+                let m = self
+                    .0
+                    .submitting
+                    .lock()
+                    .map_err(|_| Status::internal("submission lock poisoned"))?
+                    .entry(id.to_string())
+                    .or_default()
+                    .clone();
                 Some(m.lock_owned().await)
             }
         };
@@ -194,7 +228,8 @@ impl Service {
         if let Some(t) = self.jobs()?.by_request(&req.request_id) {
             return Ok(t);
         }
-        let (proof, named) = curio::to_proof_request(&req).map_err(|e| Status::invalid_argument(e.0))?;
+        let (proof, named) =
+            curio::to_proof_request(&req).map_err(|e| Status::invalid_argument(e.0))?;
         let svc = self.clone();
         let request_id = req.request_id.clone();
         let prio = req.priority;
@@ -203,7 +238,13 @@ impl Service {
             .map_err(|e| Status::internal(format!("submission task: {e}")))?
     }
 
-    fn submit_blocking(&self, proof: cuzk_filecoin::ProofRequest, named: Registered, prio: i32, request_id: String) -> Result<Arc<Tracked>, Status> {
+    fn submit_blocking(
+        &self,
+        proof: cuzk_filecoin::ProofRequest,
+        named: Registered,
+        prio: i32,
+        request_id: String,
+    ) -> Result<Arc<Tracked>, Status> {
         let fail = |e: FilecoinError| Status::new(status_of(&e), e.to_string());
         let kind = proof.kind();
         let parsed = proof.parse().map_err(fail)?;
@@ -218,31 +259,56 @@ impl Service {
         let cfg = &self.0.opts.filecoin;
         let path = params::locate(reg, &params::dir(cfg.params_dir.as_deref())).map_err(fail)?;
         let start = Instant::now();
-        let srs = self.engine()?.load_srs(&path).map_err(|e| Status::failed_precondition(format!("parameters {}: {e}", path.display())))?;
+        let srs = self.engine()?.load_srs(&path).map_err(|e| {
+            Status::failed_precondition(format!("parameters {}: {e}", path.display()))
+        })?;
         let srs_load = start.elapsed();
         self.remember(&path, reg);
         let priority = curio::priority(prio, (cfg.priority)(kind));
         let spec = job_spec(parsed, srs, priority).map_err(fail)?;
         let partitions = spec.partitions.len();
         let handle = self.engine()?.submit(spec).map_err(Status::unavailable)?;
-        Ok(self.jobs()?.track(handle, Submission { kind: kind.name().into(), request_id, partitions, srs_load }))
+        Ok(self.jobs()?.track(
+            handle,
+            Submission {
+                kind: kind.name().into(),
+                request_id,
+                partitions,
+                srs_load,
+            },
+        ))
     }
 
     /// Waits for `t` (at most `limit`), keeping the job if the client hangs up.
-    async fn wait(&self, t: Arc<Tracked>, limit: Option<Duration>) -> Result<pb::AwaitProofResponse, Status> {
+    async fn wait(
+        &self,
+        t: Arc<Tracked>,
+        limit: Option<Duration>,
+    ) -> Result<pb::AwaitProofResponse, Status> {
         if let Some(o) = t.outcome() {
             return Ok(response_of(&t, &o));
         }
-        let mut guard = DisconnectGuard { jobs: self.jobs()?.clone(), job: t.id, cancel: self.0.opts.cancel_on_disconnect.load(Ordering::Acquire), done: false };
+        let mut guard = DisconnectGuard {
+            jobs: self.jobs()?.clone(),
+            job: t.id,
+            cancel: self.0.opts.cancel_on_disconnect.load(Ordering::Acquire),
+            done: false,
+        };
         let waiter = t.clone();
-        let got = tokio::task::spawn_blocking(move || waiter.wait(limit)).await.map_err(|e| Status::internal(format!("wait task: {e}")))?;
+        let got = tokio::task::spawn_blocking(move || waiter.wait(limit))
+            .await
+            .map_err(|e| Status::internal(format!("wait task: {e}")))?;
         guard.done = true;
         Ok(match got {
             Some(o) => response_of(&t, &o),
             None => pb::AwaitProofResponse {
                 job_id: t.id.to_string(),
                 status: pb::await_proof_response::Status::Timeout as i32,
-                error_message: format!("job {} still running after {} ms; it goes on (await it again)", t.id, limit.map(ms).unwrap_or(0)),
+                error_message: format!(
+                    "job {} still running after {} ms; it goes on (await it again)",
+                    t.id,
+                    limit.map(ms).unwrap_or(0)
+                ),
                 ..Default::default()
             },
         })
@@ -254,7 +320,8 @@ impl Service {
         }
         let reg = curio::parse_circuit_id(id).map_err(|e| Status::invalid_argument(e.0))?;
         let cfg = &self.0.opts.filecoin;
-        let path = params::locate(reg, &params::dir(cfg.params_dir.as_deref())).map_err(|e| Status::not_found(format!("circuit id `{id}`: {e}")))?;
+        let path = params::locate(reg, &params::dir(cfg.params_dir.as_deref()))
+            .map_err(|e| Status::not_found(format!("circuit id `{id}`: {e}")))?;
         Ok((path, Some(reg)))
     }
 
@@ -264,7 +331,13 @@ impl Service {
         let (pinned, _) = e.pinned().map_err(Status::unavailable)?;
         let loaded = e.loaded_srs().map_err(Status::unavailable)?;
         let tracked = self.jobs()?.all();
-        let kind_of = |job: u64| tracked.iter().find(|t| t.id == job).map(|t| t.kind.clone()).unwrap_or_default();
+        let kind_of = |job: u64| {
+            tracked
+                .iter()
+                .find(|t| t.id == job)
+                .map(|t| t.kind.clone())
+                .unwrap_or_default()
+        };
         let unlimited = |c: u64| if c >= crate::budget::UNLIMITED { 0 } else { c };
         let names = e.device_names();
         let gpus = st
@@ -283,24 +356,45 @@ impl Service {
                 }
             })
             .collect();
-        let circuits = self.0.circuits.lock().map(|c| c.clone()).unwrap_or_default();
+        let circuits = self
+            .0
+            .circuits
+            .lock()
+            .map(|c| c.clone())
+            .unwrap_or_default();
         let loaded_srs = loaded
             .iter()
             .map(|s| pb::SrsStatus {
-                circuit_id: circuits.get(&s.path).cloned().unwrap_or_else(|| s.path.display().to_string()),
-                tier: if st.resident.iter().flatten().any(|p| *p == s.path) { pb::srs_status::Tier::Hot } else { pb::srs_status::Tier::Warm } as i32,
+                circuit_id: circuits
+                    .get(&s.path)
+                    .cloned()
+                    .unwrap_or_else(|| s.path.display().to_string()),
+                tier: if st.resident.iter().flatten().any(|p| *p == s.path) {
+                    pb::srs_status::Tier::Hot
+                } else {
+                    pb::srs_status::Tier::Warm
+                } as i32,
                 size_bytes: s.bytes,
                 ref_count: s.holders as u32,
             })
             .collect();
         let mut queues: Vec<pb::QueueStatus> = Vec::new();
         for t in tracked.iter().filter(|t| t.outcome().is_none()) {
-            let running = st.job_list.iter().find(|j| j.id == t.id).is_some_and(|j| j.in_flight > 0 || j.done > 0);
+            let running = st
+                .job_list
+                .iter()
+                .find(|j| j.id == t.id)
+                .is_some_and(|j| j.in_flight > 0 || j.done > 0);
             let q = match queues.iter().position(|q| q.proof_kind == t.kind) {
                 Some(i) => &mut queues[i],
                 None => {
-                    queues.push(pb::QueueStatus { proof_kind: t.kind.clone(), ..Default::default() });
-                    queues.last_mut().ok_or_else(|| Status::internal("queue list"))?
+                    queues.push(pb::QueueStatus {
+                        proof_kind: t.kind.clone(),
+                        ..Default::default()
+                    });
+                    queues
+                        .last_mut()
+                        .ok_or_else(|| Status::internal("queue list"))?
                 }
             };
             if running {
@@ -314,7 +408,12 @@ impl Service {
             .vram
             .iter()
             .chain(std::iter::once(&st.host))
-            .map(|b| pb::BudgetStatus { name: b.name.clone(), capacity_bytes: unlimited(b.capacity), reserved_bytes: b.reserved, high_water_bytes: b.high_water })
+            .map(|b| pb::BudgetStatus {
+                name: b.name.clone(),
+                capacity_bytes: unlimited(b.capacity),
+                reserved_bytes: b.reserved,
+                high_water_bytes: b.high_water,
+            })
             .collect();
         Ok(pb::GetStatusResponse {
             gpus,
@@ -333,58 +432,113 @@ impl Service {
 
 #[tonic::async_trait]
 impl ProvingEngine for Service {
-    async fn submit_proof(&self, req: Request<pb::SubmitProofRequest>) -> Result<Response<pb::SubmitProofResponse>, Status> {
+    async fn submit_proof(
+        &self,
+        req: Request<pb::SubmitProofRequest>,
+    ) -> Result<Response<pb::SubmitProofResponse>, Status> {
         let t = self.submit(req.into_inner()).await?;
-        let ahead = self.engine()?.status().map(|s| s.job_list.iter().filter(|j| j.id < t.id && !j.cancelled).count()).unwrap_or(0);
-        Ok(Response::new(pb::SubmitProofResponse { job_id: t.id.to_string(), queue_position: ahead as u32, assigned_gpu: String::new() }))
+        let ahead = self
+            .engine()?
+            .status()
+            .map(|s| {
+                s.job_list
+                    .iter()
+                    .filter(|j| j.id < t.id && !j.cancelled)
+                    .count()
+            })
+            .unwrap_or(0);
+        Ok(Response::new(pb::SubmitProofResponse {
+            job_id: t.id.to_string(),
+            queue_position: ahead as u32,
+            assigned_gpu: String::new(),
+        }))
     }
 
-    async fn await_proof(&self, req: Request<pb::AwaitProofRequest>) -> Result<Response<pb::AwaitProofResponse>, Status> {
+    async fn await_proof(
+        &self,
+        req: Request<pb::AwaitProofRequest>,
+    ) -> Result<Response<pb::AwaitProofResponse>, Status> {
         let r = req.into_inner();
         let id = job_id(&r.job_id)?;
         let jobs = self.jobs()?;
-        let t = jobs.get(id).ok_or_else(|| Status::not_found(format!("job {id} is unknown (not submitted here, or forgotten {} s after it ended)", jobs.retain().as_secs())))?;
+        let t = jobs.get(id).ok_or_else(|| {
+            Status::not_found(format!(
+                "job {id} is unknown (not submitted here, or forgotten {} s after it ended)",
+                jobs.retain().as_secs()
+            ))
+        })?;
         let limit = (r.timeout_ms > 0).then(|| Duration::from_millis(r.timeout_ms));
         Ok(Response::new(self.wait(t, limit).await?))
     }
 
-    async fn prove(&self, req: Request<pb::ProveRequest>) -> Result<Response<pb::ProveResponse>, Status> {
-        let submit = req.into_inner().submit.ok_or_else(|| Status::invalid_argument("ProveRequest.submit is missing"))?;
+    async fn prove(
+        &self,
+        req: Request<pb::ProveRequest>,
+    ) -> Result<Response<pb::ProveResponse>, Status> {
+        let submit = req
+            .into_inner()
+            .submit
+            .ok_or_else(|| Status::invalid_argument("ProveRequest.submit is missing"))?;
         let t = self.submit(submit).await?;
-        Ok(Response::new(pb::ProveResponse { result: Some(self.wait(t, None).await?) }))
+        Ok(Response::new(pb::ProveResponse {
+            result: Some(self.wait(t, None).await?),
+        }))
     }
 
-    async fn cancel_proof(&self, req: Request<pb::CancelProofRequest>) -> Result<Response<pb::CancelProofResponse>, Status> {
+    async fn cancel_proof(
+        &self,
+        req: Request<pb::CancelProofRequest>,
+    ) -> Result<Response<pb::CancelProofResponse>, Status> {
         let id = job_id(&req.into_inner().job_id)?;
         let jobs = self.jobs()?.clone();
-        let r = tokio::task::spawn_blocking(move || jobs.cancel(id)).await.map_err(|e| Status::internal(format!("cancel task: {e}")))?;
+        let r = tokio::task::spawn_blocking(move || jobs.cancel(id))
+            .await
+            .map_err(|e| Status::internal(format!("cancel task: {e}")))?;
         match r {
             Ok(was_running) => Ok(Response::new(pb::CancelProofResponse { was_running })),
             Err(e) => Err(Status::not_found(e)),
         }
     }
 
-    async fn get_status(&self, _: Request<pb::GetStatusRequest>) -> Result<Response<pb::GetStatusResponse>, Status> {
+    async fn get_status(
+        &self,
+        _: Request<pb::GetStatusRequest>,
+    ) -> Result<Response<pb::GetStatusResponse>, Status> {
         if self.0.jobs.get().is_none() {
-            return Ok(Response::new(pb::GetStatusResponse { state: self.0.ready.get().name().into(), ..Default::default() }));
+            return Ok(Response::new(pb::GetStatusResponse {
+                state: self.0.ready.get().name().into(),
+                ..Default::default()
+            }));
         }
         let svc = self.clone();
-        let r = tokio::task::spawn_blocking(move || svc.status_now()).await.map_err(|e| Status::internal(format!("status task: {e}")))?;
+        let r = tokio::task::spawn_blocking(move || svc.status_now())
+            .await
+            .map_err(|e| Status::internal(format!("status task: {e}")))?;
         Ok(Response::new(r?))
     }
 
-    async fn get_metrics(&self, _: Request<pb::GetMetricsRequest>) -> Result<Response<pb::GetMetricsResponse>, Status> {
+    async fn get_metrics(
+        &self,
+        _: Request<pb::GetMetricsRequest>,
+    ) -> Result<Response<pb::GetMetricsResponse>, Status> {
         let svc = self.clone();
         let text = tokio::task::spawn_blocking(move || {
             let jobs = svc.jobs()?;
-            jobs.metrics().render(jobs.engine(), Some(jobs), svc.0.ready.get()).map_err(Status::unavailable)
+            jobs.metrics()
+                .render(jobs.engine(), Some(jobs), svc.0.ready.get())
+                .map_err(Status::unavailable)
         })
         .await
         .map_err(|e| Status::internal(format!("metrics task: {e}")))??;
-        Ok(Response::new(pb::GetMetricsResponse { prometheus_text: text }))
+        Ok(Response::new(pb::GetMetricsResponse {
+            prometheus_text: text,
+        }))
     }
 
-    async fn preload_srs(&self, req: Request<pb::PreloadSrsRequest>) -> Result<Response<pb::PreloadSrsResponse>, Status> {
+    async fn preload_srs(
+        &self,
+        req: Request<pb::PreloadSrsRequest>,
+    ) -> Result<Response<pb::PreloadSrsResponse>, Status> {
         let id = req.into_inner().circuit_id;
         let (path, reg) = self.circuit_path(&id)?;
         let svc = self.clone();
@@ -404,12 +558,20 @@ impl ProvingEngine for Service {
         Ok(Response::new(r?))
     }
 
-    async fn evict_srs(&self, req: Request<pb::EvictSrsRequest>) -> Result<Response<pb::EvictSrsResponse>, Status> {
+    async fn evict_srs(
+        &self,
+        req: Request<pb::EvictSrsRequest>,
+    ) -> Result<Response<pb::EvictSrsResponse>, Status> {
         let id = req.into_inner().circuit_id;
         let (path, _) = match self.circuit_path(&id) {
             Ok(p) => p,
             // No file for it: nothing of it can be loaded.
-            Err(s) if s.code() == tonic::Code::NotFound => return Ok(Response::new(pb::EvictSrsResponse { was_loaded: false, freed_bytes: 0 })),
+            Err(s) if s.code() == tonic::Code::NotFound => {
+                return Ok(Response::new(pb::EvictSrsResponse {
+                    was_loaded: false,
+                    freed_bytes: 0,
+                }))
+            }
             Err(s) => return Err(s),
         };
         let svc = self.clone();
@@ -431,12 +593,18 @@ impl ProvingEngine for Service {
 /// Checks `authorization: Bearer <token>` (compared in constant time).
 fn check_token(token: &str, req: &Request<()>) -> Result<(), Status> {
     let Some(got) = req.metadata().get("authorization") else {
-        return Err(Status::unauthenticated("this endpoint needs `authorization: Bearer <token>` (grpc.token)"));
+        return Err(Status::unauthenticated(
+            "this endpoint needs `authorization: Bearer <token>` (grpc.token)",
+        ));
     };
     let got = got.to_str().unwrap_or("");
     let got = got.strip_prefix("Bearer ").unwrap_or(got).as_bytes();
     let want = token.as_bytes();
-    let diff = got.len() ^ want.len() | got.iter().zip(want.iter().cycle()).fold(0usize, |d, (a, b)| d | usize::from(a ^ b));
+    let diff = got.len() ^ want.len()
+        | got
+            .iter()
+            .zip(want.iter().cycle())
+            .fold(0usize, |d, (a, b)| d | usize::from(a ^ b));
     if diff == 0 && !want.is_empty() {
         Ok(())
     } else {
@@ -465,13 +633,24 @@ impl tonic::service::Interceptor for TokenCheck {
     }
 }
 
-type Served = tonic::service::interceptor::InterceptedService<ProvingEngineServer<Service>, TokenCheck>;
+type Served =
+    tonic::service::interceptor::InterceptedService<ProvingEngineServer<Service>, TokenCheck>;
 
 /// Serves `svc` on `incoming` until `stop` turns true.
-async fn serve<I, IO, IE>(svc: Served, incoming: I, mut stop: tokio::sync::watch::Receiver<bool>, l: slog::Logger, what: &'static str)
-where
+async fn serve<I, IO, IE>(
+    svc: Served,
+    incoming: I,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+    l: slog::Logger,
+    what: &'static str,
+) where
     I: tokio_stream::Stream<Item = Result<IO, IE>>,
-    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + tonic::transport::server::Connected + Unpin + Send + 'static,
+    IO: tokio::io::AsyncRead
+        + tokio::io::AsyncWrite
+        + tonic::transport::server::Connected
+        + Unpin
+        + Send
+        + 'static,
     IO::ConnectInfo: Clone + Send + Sync + 'static,
     IE: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
@@ -507,7 +686,9 @@ impl GrpcServer {
         let max = opts.max_message_bytes;
         let svc = Arc::new(service);
         let server = |check: TokenCheck| {
-            let s = ProvingEngineServer::from_arc(svc.clone()).max_decoding_message_size(max).max_encoding_message_size(max);
+            let s = ProvingEngineServer::from_arc(svc.clone())
+                .max_decoding_message_size(max)
+                .max_encoding_message_size(max);
             tonic::service::interceptor::InterceptedService::new(s, check)
         };
         let l = log::component("grpc");
@@ -515,18 +696,30 @@ impl GrpcServer {
         if let Some(path) = &opts.unix_socket {
             if path.exists() {
                 if std::os::unix::net::UnixStream::connect(path).is_ok() {
-                    return Err(format!("grpc.unix_socket {}: another daemon is listening there", path.display()));
+                    return Err(format!(
+                        "grpc.unix_socket {}: another daemon is listening there",
+                        path.display()
+                    ));
                 }
-                std::fs::remove_file(path).map_err(|e| format!("removing the stale socket {}: {e}", path.display()))?;
+                std::fs::remove_file(path)
+                    .map_err(|e| format!("removing the stale socket {}: {e}", path.display()))?;
             }
             let listener = {
                 let _g = runtime.enter();
-                tokio::net::UnixListener::bind(path).map_err(|e| format!("grpc.unix_socket {}: {e}", path.display()))?
+                tokio::net::UnixListener::bind(path)
+                    .map_err(|e| format!("grpc.unix_socket {}: {e}", path.display()))?
             };
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| format!("chmod 0600 {}: {e}", path.display()))?;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| format!("chmod 0600 {}: {e}", path.display()))?;
             let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
             // The socket's file mode guards it: no token there.
-            runtime.spawn(serve(server(TokenCheck(None)), incoming, stop_rx.clone(), l.clone(), "the unix socket"));
+            runtime.spawn(serve(
+                server(TokenCheck(None)),
+                incoming,
+                stop_rx.clone(),
+                l.clone(),
+                "the unix socket",
+            ));
             slog::info!(l, "gRPC cuzk.v1.ProvingEngine listening"; "unix_socket" => path.display().to_string());
             unix_socket = Some(path.clone());
         }
@@ -534,22 +727,39 @@ impl GrpcServer {
         if let Some(addr) = &opts.tcp_listen {
             let listener = {
                 let _g = runtime.enter();
-                let std_l = std::net::TcpListener::bind(addr).map_err(|e| format!("grpc.tcp_listen {addr}: {e}"))?;
-                std_l.set_nonblocking(true).map_err(|e| format!("grpc.tcp_listen {addr}: {e}"))?;
-                tokio::net::TcpListener::from_std(std_l).map_err(|e| format!("grpc.tcp_listen {addr}: {e}"))?
+                let std_l = std::net::TcpListener::bind(addr)
+                    .map_err(|e| format!("grpc.tcp_listen {addr}: {e}"))?;
+                std_l
+                    .set_nonblocking(true)
+                    .map_err(|e| format!("grpc.tcp_listen {addr}: {e}"))?;
+                tokio::net::TcpListener::from_std(std_l)
+                    .map_err(|e| format!("grpc.tcp_listen {addr}: {e}"))?
             };
-            let bound = listener.local_addr().map_err(|e| format!("grpc.tcp_listen {addr}: {e}"))?;
+            let bound = listener
+                .local_addr()
+                .map_err(|e| format!("grpc.tcp_listen {addr}: {e}"))?;
             if !is_loopback(&bound) && opts.token.is_none() && !opts.allow_remote {
                 return Err(format!(
                     "grpc.tcp_listen {addr} is not a loopback address: set grpc.token (clients then send `authorization: Bearer <token>`), or grpc.allow_remote = true to serve it without one"
                 ));
             }
             let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
-            runtime.spawn(serve(server(TokenCheck(opts.token.clone())), incoming, stop_rx.clone(), l.clone(), "TCP"));
+            runtime.spawn(serve(
+                server(TokenCheck(opts.token.clone())),
+                incoming,
+                stop_rx.clone(),
+                l.clone(),
+                "TCP",
+            ));
             slog::info!(l, "gRPC cuzk.v1.ProvingEngine listening"; "tcp" => bound.to_string(), "token" => opts.token.is_some());
             tcp_addr = Some(bound);
         }
-        Ok(GrpcServer { runtime: Some(runtime), stop: Some(stop_tx), unix_socket, tcp_addr })
+        Ok(GrpcServer {
+            runtime: Some(runtime),
+            stop: Some(stop_tx),
+            unix_socket,
+            tcp_addr,
+        })
     }
 
     /// Stops serving (in-flight calls are dropped; their jobs go on in the engine).

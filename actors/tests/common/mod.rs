@@ -29,7 +29,12 @@ pub fn fixture(prover_id: Option<[u8; 32]>) -> Fixture {
     params::generate(Registered::Seal(SEAL), &params, params::DEV_SETUP_SEED).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let sector = sample::seal(SEAL, &dir.path().join("s"), 3, 21, prover_id).unwrap();
-    Fixture { params, parents, _dir: dir, sector }
+    Fixture {
+        params,
+        parents,
+        _dir: dir,
+        sector,
+    }
 }
 
 /// Whether filecoin-proofs' verifier accepts `bytes` as the proof of `f`'s sector.

@@ -28,7 +28,12 @@ impl GpuBackend {
     /// GPU, NVRTC) or what failed.
     pub fn new(ordinal: usize) -> Result<Self> {
         let dev = GpuDevice::open(ordinal)?;
-        Ok(GpuBackend { name: format!("cuda:{ordinal}"), dev, domains: Mutex::new(HashMap::new()), lock: Mutex::new(()) })
+        Ok(GpuBackend {
+            name: format!("cuda:{ordinal}"),
+            dev,
+            domains: Mutex::new(HashMap::new()),
+            lock: Mutex::new(()),
+        })
     }
 
     pub fn device(&self) -> &GpuDevice {
@@ -44,7 +49,12 @@ impl GpuBackend {
     }
 
     fn guard(&self) -> Result<std::sync::MutexGuard<'_, ()>> {
-        self.lock.lock().map_err(|_| backend_err(format!("{}: a previous call panicked while holding the device", self.name)))
+        self.lock.lock().map_err(|_| {
+            backend_err(format!(
+                "{}: a previous call panicked while holding the device",
+                self.name
+            ))
+        })
     }
 }
 
@@ -56,7 +66,12 @@ impl Backend for GpuBackend {
     fn compute_h(&self, a: Vec<Scalar>, b: Vec<Scalar>, c: Vec<Scalar>) -> Result<Vec<Scalar>> {
         let n = a.len();
         if n == 0 || !n.is_power_of_two() || b.len() != n || c.len() != n {
-            return Err(backend_err(format!("compute_h: a, b, c have {}, {}, {} elements; need one power of two", n, b.len(), c.len())));
+            return Err(backend_err(format!(
+                "compute_h: a, b, c have {}, {}, {} elements; need one power of two",
+                n,
+                b.len(),
+                c.len()
+            )));
         }
         if n == 1 {
             return Ok(Vec::new());
@@ -64,7 +79,10 @@ impl Backend for GpuBackend {
         let log_n = n.trailing_zeros();
         let _g = self.guard()?;
         let dev = &self.dev;
-        let mut domains = self.domains.lock().map_err(|_| backend_err("compute_h: domain cache poisoned"))?;
+        let mut domains = self
+            .domains
+            .lock()
+            .map_err(|_| backend_err("compute_h: domain cache poisoned"))?;
         let d = match domains.entry(log_n) {
             Entry::Occupied(e) => e.into_mut(),
             Entry::Vacant(v) => v.insert(HDomain::new(dev, log_n)?),
@@ -83,7 +101,11 @@ impl Backend for GpuBackend {
 
     fn msm_g1(&self, bases: &[G1Affine], scalars: &[Scalar]) -> Result<G1Projective> {
         if bases.len() != scalars.len() {
-            return Err(backend_err(format!("msm_g1: {} bases but {} scalars", bases.len(), scalars.len())));
+            return Err(backend_err(format!(
+                "msm_g1: {} bases but {} scalars",
+                bases.len(),
+                scalars.len()
+            )));
         }
         let _g = self.guard()?;
         let db = self.dev.upload(as_bytes(bases), "G1 MSM bases")?;
@@ -93,7 +115,11 @@ impl Backend for GpuBackend {
 
     fn msm_g2(&self, bases: &[G2Affine], scalars: &[Scalar]) -> Result<G2Projective> {
         if bases.len() != scalars.len() {
-            return Err(backend_err(format!("msm_g2: {} bases but {} scalars", bases.len(), scalars.len())));
+            return Err(backend_err(format!(
+                "msm_g2: {} bases but {} scalars",
+                bases.len(),
+                scalars.len()
+            )));
         }
         let _g = self.guard()?;
         let db = self.dev.upload(as_bytes(bases), "G2 MSM bases")?;
@@ -105,8 +131,12 @@ impl Backend for GpuBackend {
         let n = bases.len();
         let words = check_bitmap("batch_add_g1", n, bits)?;
         let _g = self.guard()?;
-        let db = self.dev.upload(as_bytes(bases), "G1 batch-addition bases")?;
-        let dw = self.dev.upload(as_bytes(words), "G1 batch-addition bitmap")?;
+        let db = self
+            .dev
+            .upload(as_bytes(bases), "G1 batch-addition bases")?;
+        let dw = self
+            .dev
+            .upload(as_bytes(words), "G1 batch-addition bitmap")?;
         batch_add_g1_device(&self.dev, &db, &dw, n as u64)
     }
 
@@ -114,8 +144,12 @@ impl Backend for GpuBackend {
         let n = bases.len();
         let words = check_bitmap("batch_add_g2", n, bits)?;
         let _g = self.guard()?;
-        let db = self.dev.upload(as_bytes(bases), "G2 batch-addition bases")?;
-        let dw = self.dev.upload(as_bytes(words), "G2 batch-addition bitmap")?;
+        let db = self
+            .dev
+            .upload(as_bytes(bases), "G2 batch-addition bases")?;
+        let dw = self
+            .dev
+            .upload(as_bytes(words), "G2 batch-addition bitmap")?;
         batch_add_g2_device(&self.dev, &db, &dw, n as u64)
     }
 }
@@ -124,7 +158,10 @@ impl Backend for GpuBackend {
 fn check_bitmap<'a>(what: &str, n: usize, bits: &'a Bitmap) -> Result<&'a [u64]> {
     let words = n.div_ceil(64);
     if bits.len() < words {
-        return Err(backend_err(format!("{what}: bitmap has {} words, {n} bases need {words}", bits.len())));
+        return Err(backend_err(format!(
+            "{what}: bitmap has {} words, {n} bases need {words}",
+            bits.len()
+        )));
     }
     Ok(&bits[..words])
 }

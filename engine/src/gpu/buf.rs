@@ -44,12 +44,16 @@ impl GpuDevice {
 
     pub fn alloc_zeroed(&self, bytes: usize, what: &str) -> Result<DevBuf> {
         let mut b = self.alloc(bytes, what)?;
-        self.stream.memset_zeros(&mut b.s).map_err(|e| backend_err(format!("zeroing {what}: {e:?}")))?;
+        self.stream
+            .memset_zeros(&mut b.s)
+            .map_err(|e| backend_err(format!("zeroing {what}: {e:?}")))?;
         Ok(b)
     }
 
     pub fn zero(&self, b: &mut DevBuf, what: &str) -> Result<()> {
-        self.stream.memset_zeros(&mut b.s).map_err(|e| backend_err(format!("zeroing {what}: {e:?}")))
+        self.stream
+            .memset_zeros(&mut b.s)
+            .map_err(|e| backend_err(format!("zeroing {what}: {e:?}")))
     }
 
     pub fn upload(&self, bytes: &[u8], what: &str) -> Result<DevBuf> {
@@ -58,15 +62,27 @@ impl GpuDevice {
         Ok(b)
     }
 
-    pub fn upload_into(&self, b: &mut DevBuf, offset: usize, bytes: &[u8], what: &str) -> Result<()> {
+    pub fn upload_into(
+        &self,
+        b: &mut DevBuf,
+        offset: usize,
+        bytes: &[u8],
+        what: &str,
+    ) -> Result<()> {
         if bytes.is_empty() {
             return Ok(());
         }
         if offset + bytes.len() > b.len() {
-            return Err(backend_err(format!("upload of {what}: {} bytes at {offset} exceed the buffer's {}", bytes.len(), b.len())));
+            return Err(backend_err(format!(
+                "upload of {what}: {} bytes at {offset} exceed the buffer's {}",
+                bytes.len(),
+                b.len()
+            )));
         }
         let mut view = b.s.slice_mut(offset..offset + bytes.len());
-        self.stream.memcpy_htod(bytes, &mut view).map_err(|e| backend_err(format!("upload of {what}: {e:?}")))
+        self.stream
+            .memcpy_htod(bytes, &mut view)
+            .map_err(|e| backend_err(format!("upload of {what}: {e:?}")))
     }
 
     /// Copies `out.len()` bytes from byte `offset` of `b` and waits for them.
@@ -75,10 +91,16 @@ impl GpuDevice {
             return Ok(());
         }
         if offset + out.len() > b.len() {
-            return Err(backend_err(format!("download of {what}: {} bytes at {offset} exceed the buffer's {}", out.len(), b.len())));
+            return Err(backend_err(format!(
+                "download of {what}: {} bytes at {offset} exceed the buffer's {}",
+                out.len(),
+                b.len()
+            )));
         }
         let view = b.s.slice(offset..offset + out.len());
-        self.stream.memcpy_dtoh(&view, out).map_err(|e| backend_err(format!("download of {what}: {e:?}")))?;
+        self.stream
+            .memcpy_dtoh(&view, out)
+            .map_err(|e| backend_err(format!("download of {what}: {e:?}")))?;
         self.sync(what)
     }
 }
@@ -93,7 +115,12 @@ impl GpuDevice {
             let len = filled.min(total - filled);
             // SAFETY: both ranges lie inside `b` and do not overlap ([0, len) and [filled, filled+len)).
             unsafe {
-                cudarc::driver::result::memcpy_dtod_async(b.at(filled), b.at(0), len, self.stream.cu_stream())
+                cudarc::driver::result::memcpy_dtod_async(
+                    b.at(filled),
+                    b.at(0),
+                    len,
+                    self.stream.cu_stream(),
+                )
             }
             .map_err(|e| backend_err(format!("tiling {what}: {e:?}")))?;
             filled += len;
@@ -109,7 +136,9 @@ pub struct PinnedBuf {
 
 impl PinnedBuf {
     pub fn as_mut_slice(&mut self) -> Result<&mut [u8]> {
-        self.p.as_mut_slice().map_err(|e| backend_err(format!("pinned host buffer: {e:?}")))
+        self.p
+            .as_mut_slice()
+            .map_err(|e| backend_err(format!("pinned host buffer: {e:?}")))
     }
     pub fn len(&self) -> usize {
         self.p.len()
@@ -130,9 +159,15 @@ impl GpuDevice {
     /// Asynchronous copy of all of `src` to the start of `b`.
     pub fn upload_pinned(&self, b: &mut DevBuf, src: &PinnedBuf, what: &str) -> Result<()> {
         if src.len() > b.len() {
-            return Err(backend_err(format!("upload of {what}: {} bytes exceed the buffer's {}", src.len(), b.len())));
+            return Err(backend_err(format!(
+                "upload of {what}: {} bytes exceed the buffer's {}",
+                src.len(),
+                b.len()
+            )));
         }
         let mut view = b.s.slice_mut(0..src.len());
-        self.stream.memcpy_htod(&src.p, &mut view).map_err(|e| backend_err(format!("upload of {what}: {e:?}")))
+        self.stream
+            .memcpy_htod(&src.p, &mut view)
+            .map_err(|e| backend_err(format!("upload of {what}: {e:?}")))
     }
 }

@@ -20,7 +20,11 @@ pub fn probe() -> std::result::Result<(), String> {
     match CudaContext::device_count() {
         Ok(0) => return Err("the NVIDIA driver reports no CUDA GPU".into()),
         Ok(_) => {}
-        Err(e) => return Err(format!("no usable CUDA GPU: cuDeviceGetCount/cuInit failed: {e:?}")),
+        Err(e) => {
+            return Err(format!(
+                "no usable CUDA GPU: cuDeviceGetCount/cuInit failed: {e:?}"
+            ))
+        }
     }
     nvrtc_present().map(|_| ())
 }
@@ -45,14 +49,55 @@ pub struct GpuDevice {
 }
 
 const KERNELS: &[(Module, &[&str])] = &[
-    (Module::Arith, &["arith_fr", "arith_fp", "arith_fp2", "mul_chains_fr_x1", "mul_chains_fr_x4", "mul_chains_fp_x1", "mul_chains_fp_x4",
-                      "mul_chains_fr52_x1", "mul_chains_fr52_x4", "mul_chains_frmix_x4"]),
+    (
+        Module::Arith,
+        &[
+            "arith_fr",
+            "arith_fp",
+            "arith_fp2",
+            "mul_chains_fr_x1",
+            "mul_chains_fr_x4",
+            "mul_chains_fp_x1",
+            "mul_chains_fp_x4",
+            "mul_chains_fr52_x1",
+            "mul_chains_fr52_x4",
+            "mul_chains_frmix_x4",
+        ],
+    ),
     (Module::Ntt, &["ntt_pass", "ntt_pass_v2", "ntt_twiddles"]),
     (Module::H, &["scale_permute", "h_quotient", "bitrev_copy"]),
-    (Module::Msm, &["msm_histogram", "msm_tile_sums", "msm_scan", "msm_tile_scan", "msm_scatter", "msm_scatter_coarse", "msm_scatter_fine", "msm_accumulate_g1",
-                    "msm_accumulate_g1_lockstep", "msm_accumulate_g2", "msm_fold_heads_g1", "msm_fold_heads_g2", "msm_fixup_g1", "msm_fixup_g2", "msm_bucket_reduce_g1", "msm_bucket_reduce_g2",
-                    "msm_reduce_pairs_g1", "msm_reduce_pairs_g2"]),
-    (Module::BatchAdd, &["batch_add_g1", "batch_add_g2", "reduce_sum_g1", "reduce_sum_g2"]),
+    (
+        Module::Msm,
+        &[
+            "msm_histogram",
+            "msm_tile_sums",
+            "msm_scan",
+            "msm_tile_scan",
+            "msm_scatter",
+            "msm_scatter_coarse",
+            "msm_scatter_fine",
+            "msm_accumulate_g1",
+            "msm_accumulate_g1_lockstep",
+            "msm_accumulate_g2",
+            "msm_fold_heads_g1",
+            "msm_fold_heads_g2",
+            "msm_fixup_g1",
+            "msm_fixup_g2",
+            "msm_bucket_reduce_g1",
+            "msm_bucket_reduce_g2",
+            "msm_reduce_pairs_g1",
+            "msm_reduce_pairs_g2",
+        ],
+    ),
+    (
+        Module::BatchAdd,
+        &[
+            "batch_add_g1",
+            "batch_add_g2",
+            "reduce_sum_g1",
+            "reduce_sum_g2",
+        ],
+    ),
     (Module::Spmv, &["spmv_rows", "spmv_unsatisfied"]),
 ];
 
@@ -61,13 +106,21 @@ impl GpuDevice {
     /// architecture and loads all kernels.
     pub fn open(ordinal: usize) -> Result<Self> {
         probe().map_err(backend_err)?;
-        let ctx = CudaContext::new(ordinal).map_err(|e| backend_err(format!("cuCtxCreate on GPU {ordinal}: {e:?}")))?;
-        let name = ctx.name().map_err(|e| backend_err(format!("device name of GPU {ordinal}: {e:?}")))?;
-        let cc = ctx.compute_capability().map_err(|e| backend_err(format!("compute capability of GPU {ordinal}: {e:?}")))?;
+        let ctx = CudaContext::new(ordinal)
+            .map_err(|e| backend_err(format!("cuCtxCreate on GPU {ordinal}: {e:?}")))?;
+        let name = ctx
+            .name()
+            .map_err(|e| backend_err(format!("device name of GPU {ordinal}: {e:?}")))?;
+        let cc = ctx
+            .compute_capability()
+            .map_err(|e| backend_err(format!("compute capability of GPU {ordinal}: {e:?}")))?;
         let sm_count = ctx
             .attribute(dsys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-            .map_err(|e| backend_err(format!("SM count of GPU {ordinal}: {e:?}")))? as u32;
-        let stream = ctx.new_stream().map_err(|e| backend_err(format!("stream on GPU {ordinal}: {e:?}")))?;
+            .map_err(|e| backend_err(format!("SM count of GPU {ordinal}: {e:?}")))?
+            as u32;
+        let stream = ctx
+            .new_stream()
+            .map_err(|e| backend_err(format!("stream on GPU {ordinal}: {e:?}")))?;
         if let Err(e) = super::pool::keep(&ctx) {
             // Only a cost: freed memory then goes back to the driver at every synchronisation.
             log::warn!("{e}; the memory pool will release freed memory at each synchronisation");
@@ -75,9 +128,17 @@ impl GpuDevice {
         let epoch = {
             let ev = ctx
                 .new_event(Some(dsys::CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(|e| backend_err(format!("creating the clock event on GPU {ordinal}: {e:?}")))?;
-            ev.record(&stream).map_err(|e| backend_err(format!("recording the clock event on GPU {ordinal}: {e:?}")))?;
-            ev.synchronize().map_err(|e| backend_err(format!("waiting for the clock event on GPU {ordinal}: {e:?}")))?;
+                .map_err(|e| {
+                    backend_err(format!("creating the clock event on GPU {ordinal}: {e:?}"))
+                })?;
+            ev.record(&stream).map_err(|e| {
+                backend_err(format!("recording the clock event on GPU {ordinal}: {e:?}"))
+            })?;
+            ev.synchronize().map_err(|e| {
+                backend_err(format!(
+                    "waiting for the clock event on GPU {ordinal}: {e:?}"
+                ))
+            })?;
             Arc::new((std::time::Instant::now(), ev))
         };
         let verbose = std::env::var_os("CUZK_GPU_VERBOSE").is_some();
@@ -87,27 +148,54 @@ impl GpuDevice {
         for ((module, names), c) in KERNELS.iter().zip(compile_all(&modules, cc, true)) {
             let c = c.map_err(backend_err)?;
             if !c.from_cache {
-                log::info!("NVRTC compiled module {} for {} in {:.1} s", module.name(), c.arch, c.compile_secs);
+                log::info!(
+                    "NVRTC compiled module {} for {} in {:.1} s",
+                    module.name(),
+                    c.arch,
+                    c.compile_secs
+                );
                 if verbose {
                     log::info!("{}", c.log);
                 }
             }
             let m = ctx
                 .load_module(Ptx::from_binary(c.cubin.clone()))
-                .map_err(|e| backend_err(format!("loading module {} ({}): {e:?}", module.name(), c.arch)))?;
+                .map_err(|e| {
+                    backend_err(format!(
+                        "loading module {} ({}): {e:?}",
+                        module.name(),
+                        c.arch
+                    ))
+                })?;
             for n in names.iter() {
-                let f = m.load_function(n).map_err(|e| backend_err(format!("kernel {n} in module {}: {e:?}", module.name())))?;
+                let f = m.load_function(n).map_err(|e| {
+                    backend_err(format!("kernel {n} in module {}: {e:?}", module.name()))
+                })?;
                 funcs.insert(*n, f);
             }
             compiled.push(c);
         }
-        Ok(GpuDevice { ctx, stream, ordinal, name, cc, sm_count, compiled, funcs, epoch, resident: Default::default() })
+        Ok(GpuDevice {
+            ctx,
+            stream,
+            ordinal,
+            name,
+            cc,
+            sm_count,
+            compiled,
+            funcs,
+            epoch,
+            resident: Default::default(),
+        })
     }
 
     /// Another handle on this GPU (same context, kernels and memory pool) with a stream of its own:
     /// a compute worker's, so that two workers' kernels may run side by side.
     pub fn fork(&self) -> Result<GpuDevice> {
-        let stream = self.ctx.new_stream().map_err(|e| backend_err(format!("worker stream on GPU {}: {e:?}", self.ordinal)))?;
+        let stream = self
+            .ctx
+            .new_stream()
+            .map_err(|e| backend_err(format!("worker stream on GPU {}: {e:?}", self.ordinal)))?;
         Ok(GpuDevice {
             ctx: self.ctx.clone(),
             stream,
@@ -126,7 +214,9 @@ impl GpuDevice {
     /// clock: the clock event's host instant plus the device time between the two.
     pub fn host_time(&self, ev: &cudarc::driver::CudaEvent) -> Result<std::time::Instant> {
         let (at, clock) = &*self.epoch;
-        let ms = clock.elapsed_ms(ev).map_err(|e| backend_err(format!("event timing on GPU {}: {e:?}", self.ordinal)))?;
+        let ms = clock
+            .elapsed_ms(ev)
+            .map_err(|e| backend_err(format!("event timing on GPU {}: {e:?}", self.ordinal)))?;
         Ok(*at + std::time::Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3))
     }
 
@@ -135,13 +225,19 @@ impl GpuDevice {
         let ev = self
             .ctx
             .new_event(Some(dsys::CUevent_flags::CU_EVENT_DEFAULT))
-            .map_err(|e| backend_err(format!("creating an event on GPU {}: {e:?}", self.ordinal)))?;
-        ev.record(&self.stream).map_err(|e| backend_err(format!("recording an event on GPU {}: {e:?}", self.ordinal)))?;
+            .map_err(|e| {
+                backend_err(format!("creating an event on GPU {}: {e:?}", self.ordinal))
+            })?;
+        ev.record(&self.stream).map_err(|e| {
+            backend_err(format!("recording an event on GPU {}: {e:?}", self.ordinal))
+        })?;
         Ok(ev)
     }
 
     pub fn func(&self, name: &str) -> Result<&CudaFunction> {
-        self.funcs.get(name).ok_or_else(|| backend_err(format!("kernel {name} is not loaded")))
+        self.funcs
+            .get(name)
+            .ok_or_else(|| backend_err(format!("kernel {name} is not loaded")))
     }
 
     /// Threads of kernel `name` resident on the whole GPU at once with blocks of `block` threads
@@ -149,15 +245,26 @@ impl GpuDevice {
     /// cannot say.
     pub fn resident_threads(&self, name: &str, block: u32) -> Option<u64> {
         let key = (name.to_string(), block);
-        if let Some(&known) = self.resident.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        if let Some(&known) = self
+            .resident
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
             return known;
         }
         let answer = self
             .func(name)
             .ok()
-            .and_then(|f| f.occupancy_max_active_blocks_per_multiprocessor(block, 0, None).ok())
+            .and_then(|f| {
+                f.occupancy_max_active_blocks_per_multiprocessor(block, 0, None)
+                    .ok()
+            })
             .map(|blocks| blocks as u64 * self.sm_count as u64 * block as u64);
-        self.resident.lock().unwrap_or_else(|p| p.into_inner()).insert(key, answer);
+        self.resident
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, answer);
         answer
     }
 
@@ -172,20 +279,30 @@ impl GpuDevice {
     /// Registers per thread and local-memory (spill) bytes of a kernel, from the driver.
     pub fn kernel_resources(&self, name: &str) -> Result<(i32, i32)> {
         let f = self.func(name)?;
-        let regs = f.num_regs().map_err(|e| backend_err(format!("registers of {name}: {e:?}")))?;
-        let local = f.local_size_bytes().map_err(|e| backend_err(format!("local size of {name}: {e:?}")))?;
+        let regs = f
+            .num_regs()
+            .map_err(|e| backend_err(format!("registers of {name}: {e:?}")))?;
+        let local = f
+            .local_size_bytes()
+            .map_err(|e| backend_err(format!("local size of {name}: {e:?}")))?;
         Ok((regs, local))
     }
 
     pub fn sync(&self, what: &str) -> Result<()> {
-        self.stream.synchronize().map_err(|e| backend_err(format!("{what}: {e:?}")))
+        self.stream
+            .synchronize()
+            .map_err(|e| backend_err(format!("{what}: {e:?}")))
     }
 }
 
 /// A 1-D launch configuration covering `n` threads with blocks of `block` threads.
 pub fn grid(n: u64, block: u32) -> LaunchConfig {
     let blocks = n.div_ceil(block as u64).max(1);
-    LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (block, 1, 1), shared_mem_bytes: 0 }
+    LaunchConfig {
+        grid_dim: (blocks as u32, 1, 1),
+        block_dim: (block, 1, 1),
+        shared_mem_bytes: 0,
+    }
 }
 
 /// Launches kernel `name` with `cfg`; the arguments are references to the kernel's parameters

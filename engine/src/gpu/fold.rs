@@ -11,7 +11,13 @@ const FAN_IN: u64 = 32;
 
 /// Returns a buffer whose first `groups` XYZZ points are the groups' sums. When `per_group` is
 /// not a multiple of the fan-in, `groups` must be 1 (a ragged last chunk would mix groups).
-pub fn fold(dev: &GpuDevice, curve: Curve, src: DevBuf, groups: u64, per_group: u64) -> Result<DevBuf> {
+pub fn fold(
+    dev: &GpuDevice,
+    curve: Curve,
+    src: DevBuf,
+    groups: u64,
+    per_group: u64,
+) -> Result<DevBuf> {
     if groups == 0 || per_group == 0 {
         return Err(backend_err("fold of an empty set of partial sums"));
     }
@@ -22,13 +28,26 @@ pub fn fold(dev: &GpuDevice, curve: Curve, src: DevBuf, groups: u64, per_group: 
         let k = FAN_IN.min(per);
         #[allow(clippy::manual_is_multiple_of)] // is_multiple_of needs Rust 1.87; the MSRV is 1.80
         if groups > 1 && per % k != 0 {
-            return Err(backend_err(format!("fold: {per} points per group is not a multiple of {k}")));
+            return Err(backend_err(format!(
+                "fold: {per} points per group is not a multiple of {k}"
+            )));
         }
         let count = groups * per;
         let next_per = per.div_ceil(k);
-        let out = dev.alloc((groups * next_per) as usize * curve.xyzz_bytes(), "folded partial sums")?;
+        let out = dev.alloc(
+            (groups * next_per) as usize * curve.xyzz_bytes(),
+            "folded partial sums",
+        )?;
         let k32 = k as u32;
-        gpu_launch!(dev, &name, grid(groups * next_per, 128), &cur.ptr(), &out.ptr(), &count, &k32)?;
+        gpu_launch!(
+            dev,
+            &name,
+            grid(groups * next_per, 128),
+            &cur.ptr(),
+            &out.ptr(),
+            &count,
+            &k32
+        )?;
         cur = out;
         per = next_per;
     }

@@ -3,9 +3,9 @@
 use blstrs::Scalar;
 use ff::{Field, PrimeField};
 
+use super::buf::DevBuf;
 use super::device::{grid, GpuDevice};
 use super::ntt::ntt_in_place;
-use super::buf::DevBuf;
 use super::{as_bytes, backend_err, Result};
 use crate::gpu_launch;
 
@@ -52,13 +52,35 @@ impl PowerTables {
 /// out[k or p] = input[p] · table(k), k = bitrev(p) if rev_in; see `scale_permute` in
 /// cuda-src/h.cu. `out` and `input` are device addresses of 2^log_n Fr elements; they may be
 /// equal only when `out_perm` is false.
-pub fn scale_permute(dev: &GpuDevice, out: u64, input: u64, t: &PowerTables, log_n: u32, rev_in: bool, out_perm: bool) -> Result<()> {
+pub fn scale_permute(
+    dev: &GpuDevice,
+    out: u64,
+    input: u64,
+    t: &PowerTables,
+    log_n: u32,
+    rev_in: bool,
+    out_perm: bool,
+) -> Result<()> {
     if out == input && out_perm {
-        return Err(backend_err("scale_permute with a permuted output cannot run in place"));
+        return Err(backend_err(
+            "scale_permute with a permuted output cannot run in place",
+        ));
     }
     let (r, o) = (u32::from(rev_in), u32::from(out_perm));
     let n = 1u64 << log_n;
-    gpu_launch!(dev, "scale_permute", grid(n, 256), &out, &input, &t.lo.ptr(), &t.hi.ptr(), &t.lo_bits, &log_n, &r, &o)
+    gpu_launch!(
+        dev,
+        "scale_permute",
+        grid(n, 256),
+        &out,
+        &input,
+        &t.lo.ptr(),
+        &t.hi.ptr(),
+        &t.lo_bits,
+        &log_n,
+        &r,
+        &o
+    )
 }
 
 /// Everything compute_h needs for one domain size, built once and reused.
@@ -76,11 +98,14 @@ pub struct HDomain {
 /// (n^-1 · g^k and n^-1 · g^-k) and 1/Z on the coset.
 pub fn h_constants(log_n: u32) -> Result<((Scalar, Scalar), (Scalar, Scalar), Scalar)> {
     let n = Scalar::from(1u64 << log_n);
-    let n_inv = Option::<Scalar>::from(n.invert()).ok_or_else(|| backend_err("1/n does not exist"))?;
+    let n_inv =
+        Option::<Scalar>::from(n.invert()).ok_or_else(|| backend_err("1/n does not exist"))?;
     let g = Scalar::MULTIPLICATIVE_GENERATOR;
-    let g_inv = Option::<Scalar>::from(g.invert()).ok_or_else(|| backend_err("1/g does not exist"))?;
+    let g_inv =
+        Option::<Scalar>::from(g.invert()).ok_or_else(|| backend_err("1/g does not exist"))?;
     let z = g.pow_vartime([1u64 << log_n]) - Scalar::ONE;
-    let zinv = Option::<Scalar>::from(z.invert()).ok_or_else(|| backend_err("Z on the coset is zero"))?;
+    let zinv =
+        Option::<Scalar>::from(z.invert()).ok_or_else(|| backend_err("Z on the coset is zero"))?;
     Ok(((g, n_inv), (g_inv, n_inv), zinv))
 }
 
@@ -91,7 +116,13 @@ impl HDomain {
         let to_coset = PowerTables::new(dev, g, f, log_n)?;
         let from_coset = PowerTables::new(dev, g_inv, f_inv, log_n)?;
         let zinv = dev.upload(as_bytes(&[zinv]), "1/Z")?;
-        Ok(HDomain { log_n, tw, to_coset, from_coset, zinv })
+        Ok(HDomain {
+            log_n,
+            tw,
+            to_coset,
+            from_coset,
+            zinv,
+        })
     }
 }
 
@@ -109,7 +140,13 @@ pub enum HStep {
     /// `ntt_in_place` on a buffer.
     Ntt { x: HBuf, dif: bool, inverse: bool },
     /// `scale_permute` by the to-coset (`to_coset`) or the from-coset power tables.
-    Scale { out: HBuf, input: HBuf, to_coset: bool, rev_in: bool, out_perm: bool },
+    Scale {
+        out: HBuf,
+        input: HBuf,
+        to_coset: bool,
+        rev_in: bool,
+        out_perm: bool,
+    },
     /// `h_quotient`: A = (A·B − C)/Z.
     Quotient,
 }
@@ -122,13 +159,37 @@ pub enum HStep {
 pub fn h_steps() -> Vec<HStep> {
     let mut v = Vec::new();
     for x in [HBuf::A, HBuf::B, HBuf::C] {
-        v.push(HStep::Ntt { x, dif: true, inverse: true });
-        v.push(HStep::Scale { out: x, input: x, to_coset: true, rev_in: true, out_perm: false });
-        v.push(HStep::Ntt { x, dif: false, inverse: false });
+        v.push(HStep::Ntt {
+            x,
+            dif: true,
+            inverse: true,
+        });
+        v.push(HStep::Scale {
+            out: x,
+            input: x,
+            to_coset: true,
+            rev_in: true,
+            out_perm: false,
+        });
+        v.push(HStep::Ntt {
+            x,
+            dif: false,
+            inverse: false,
+        });
     }
     v.push(HStep::Quotient);
-    v.push(HStep::Ntt { x: HBuf::A, dif: true, inverse: true });
-    v.push(HStep::Scale { out: HBuf::B, input: HBuf::A, to_coset: false, rev_in: true, out_perm: true });
+    v.push(HStep::Ntt {
+        x: HBuf::A,
+        dif: true,
+        inverse: true,
+    });
+    v.push(HStep::Scale {
+        out: HBuf::B,
+        input: HBuf::A,
+        to_coset: false,
+        rev_in: true,
+        out_perm: true,
+    });
     v
 }
 
@@ -139,14 +200,31 @@ pub fn compute_h_device(dev: &GpuDevice, d: &HDomain, a: u64, b: u64, c: u64) ->
     let ptr = |x: HBuf| [a, b, c][x as usize];
     for step in h_steps() {
         match step {
-            HStep::Ntt { x, dif, inverse } => ntt_in_place(dev, ptr(x), &d.tw, log_n, dif, inverse)?,
-            HStep::Scale { out, input, to_coset, rev_in, out_perm } => {
+            HStep::Ntt { x, dif, inverse } => {
+                ntt_in_place(dev, ptr(x), &d.tw, log_n, dif, inverse)?
+            }
+            HStep::Scale {
+                out,
+                input,
+                to_coset,
+                rev_in,
+                out_perm,
+            } => {
                 let t = if to_coset { &d.to_coset } else { &d.from_coset };
                 scale_permute(dev, ptr(out), ptr(input), t, log_n, rev_in, out_perm)?
             }
             HStep::Quotient => {
                 let n = 1u64 << log_n;
-                gpu_launch!(dev, "h_quotient", grid(n, 256), &a, &b, &c, &d.zinv.ptr(), &n)?
+                gpu_launch!(
+                    dev,
+                    "h_quotient",
+                    grid(n, 256),
+                    &a,
+                    &b,
+                    &c,
+                    &d.zinv.ptr(),
+                    &n
+                )?
             }
         }
     }

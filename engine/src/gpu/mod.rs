@@ -27,7 +27,10 @@ pub type Result<T> = std::result::Result<T, EngineError>;
 
 /// An error of the CUDA backend that names what failed.
 pub fn backend_err(what: impl Into<String>) -> EngineError {
-    EngineError::Backend { backend: "cuda".into(), what: what.into() }
+    EngineError::Backend {
+        backend: "cuda".into(),
+        what: what.into(),
+    }
 }
 
 /// The bytes of a slice of plain-old-data values (blstrs field and point types are

@@ -49,7 +49,8 @@ fn bucket_ps(curve: Curve) -> u64 {
 /// (docs/BENCHMARKS.md); G2 blocks of 32 or 64 threads changed nothing either.
 pub fn accumulate_kernel(dev: &GpuDevice, curve: Curve) -> (&'static str, u32) {
     static LOCKSTEP: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let lockstep = *LOCKSTEP.get_or_init(|| std::env::var("CUZK_MSM_LOCKSTEP").map_or(true, |v| v.trim() != "0"));
+    let lockstep = *LOCKSTEP
+        .get_or_init(|| std::env::var("CUZK_MSM_LOCKSTEP").map_or(true, |v| v.trim() != "0"));
     match curve {
         Curve::G1 if lockstep => {
             let k = "msm_accumulate_g1_lockstep";
@@ -101,7 +102,10 @@ pub fn window_bits(n: u64, curve: Curve) -> u32 {
     (4..=MAX_WINDOW_BITS)
         .filter(|&c| top_bits(c) >= MIN_TOP_BITS.min(c))
         .filter(|&c| windows_of(c) as u64 * (1u64 << (c - 1)) * curve.xyzz_bytes() as u64 <= cap)
-        .min_by_key(|&c| windows_of(c) as u64 * (n * point_window_ps(c, curve) + (1u64 << (c - 1)) * bucket_ps(curve)))
+        .min_by_key(|&c| {
+            windows_of(c) as u64
+                * (n * point_window_ps(c, curve) + (1u64 << (c - 1)) * bucket_ps(curve))
+        })
         .unwrap_or(4)
 }
 
@@ -130,10 +134,22 @@ impl MsmPlan {
         let windows = windows_of(c);
         let buckets = 1u32 << (c - 1);
         // Segments of 8 to 64 buckets, aiming at 2^17 reduction threads in all.
-        let seg_len = ((buckets as u64 * windows as u64) >> 17).clamp(8, 64).min(buckets as u64);
+        let seg_len = ((buckets as u64 * windows as u64) >> 17)
+            .clamp(8, 64)
+            .min(buckets as u64);
         let segments = buckets / (1u32 << seg_len.ilog2());
-        let per_thread = (n * windows as u64).div_ceil(TARGET_THREADS).clamp(16, u32::MAX as u64) as u32;
-        MsmPlan { n, curve, c, windows, buckets, segments, per_thread }
+        let per_thread = (n * windows as u64)
+            .div_ceil(TARGET_THREADS)
+            .clamp(16, u32::MAX as u64) as u32;
+        MsmPlan {
+            n,
+            curve,
+            c,
+            windows,
+            buckets,
+            segments,
+            per_thread,
+        }
     }
 
     /// The plan for `dev`: as [`new`](Self::new), with the accumulation's share per thread chosen
@@ -154,8 +170,13 @@ impl MsmPlan {
     pub fn filling_waves(self, resident: u64) -> Self {
         let waves = ((TARGET_THREADS + resident / 2) / resident).max(1);
         let threads = (waves * resident).min(MAX_THREADS);
-        let per = (self.n * self.windows as u64).div_ceil(threads).clamp(16, u32::MAX as u64) as u32;
-        MsmPlan { per_thread: per, ..self }
+        let per = (self.n * self.windows as u64)
+            .div_ceil(threads)
+            .clamp(16, u32::MAX as u64) as u32;
+        MsmPlan {
+            per_thread: per,
+            ..self
+        }
     }
 
     /// The same plan with `per` points per accumulation thread (≥ 1; small shares split buckets
@@ -171,10 +192,15 @@ impl MsmPlan {
     /// budget; 0 means all windows in one launch.
     pub fn sort_group(&self) -> u32 {
         static BYTES: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-        let bytes = *BYTES.get_or_init(|| match std::env::var("CUZK_MSM_SORT_GROUP_MIB").ok().and_then(|v| v.trim().parse::<u64>().ok()) {
-            Some(0) => u64::MAX,
-            Some(m) => m << 20,
-            None => SORT_GROUP_BYTES,
+        let bytes = *BYTES.get_or_init(|| {
+            match std::env::var("CUZK_MSM_SORT_GROUP_MIB")
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+            {
+                Some(0) => u64::MAX,
+                Some(m) => m << 20,
+                None => SORT_GROUP_BYTES,
+            }
         });
         (bytes / (4 * self.buckets as u64)).clamp(1, self.windows as u64) as u32
     }
@@ -186,7 +212,10 @@ impl MsmPlan {
     }
     /// The ranges of `group` windows each (1 ≤ group ≤ windows).
     fn sort_ranges(&self, group: u32) -> Vec<(u32, u32)> {
-        (0..self.windows).step_by(group as usize).map(|w0| (w0, (w0 + group).min(self.windows))).collect()
+        (0..self.windows)
+            .step_by(group as usize)
+            .map(|w0| (w0, (w0 + group).min(self.windows)))
+            .collect()
     }
 
     /// Whether the sort runs in two passes (cuda-src/msm.cu, step 3): when the tails of a
@@ -200,7 +229,9 @@ impl MsmPlan {
     /// Buckets per bin of the sort's coarse pass, as a power of two: `SORT_BINS` bins a window
     /// (fewer when a window has fewer buckets).
     pub fn sort_bin_bits(&self) -> u32 {
-        self.buckets.trailing_zeros().saturating_sub(SORT_BINS.trailing_zeros())
+        self.buckets
+            .trailing_zeros()
+            .saturating_sub(SORT_BINS.trailing_zeros())
     }
 
     /// Rounds of the tree fold of head partials: enough for a bucket spanning every share of a
@@ -233,8 +264,16 @@ impl MsmPlan {
         // Segment sums and weights (2 × segs) live beside the bucket sums; each pair round's
         // output is half its input (at most segs more in all while the previous round's lives).
         // A two-pass sort's records (8 bytes a digit of one launch's windows) and bin counters.
-        let sort = if self.two_pass_sort() { 8 * self.sort_group() as u64 * self.n + 4 * SORT_BINS as u64 * w } else { 0 };
-        4 * w * self.n + 3 * 4 * slots + 2 * 4 * w * self.tiles() as u64 + sort + xyzz * (slots + threads + 3 * segs)
+        let sort = if self.two_pass_sort() {
+            8 * self.sort_group() as u64 * self.n + 4 * SORT_BINS as u64 * w
+        } else {
+            0
+        };
+        4 * w * self.n
+            + 3 * 4 * slots
+            + 2 * 4 * w * self.tiles() as u64
+            + sort
+            + xyzz * (slots + threads + 3 * segs)
     }
 
     /// Accumulation threads of this plan (all windows).
@@ -246,7 +285,11 @@ impl MsmPlan {
 /// Runs the MSM over `n` bases and scalars already on the device; returns each window's sum as
 /// XYZZ bytes (window 0 first).
 pub fn msm_windows(dev: &GpuDevice, bases: u64, scalars: u64, plan: &MsmPlan) -> Result<Vec<u8>> {
-    QueuedMsm { windows: msm_windows_queued(dev, bases, scalars, plan)?, plan: *plan }.raw(dev)
+    QueuedMsm {
+        windows: msm_windows_queued(dev, bases, scalars, plan)?,
+        plan: *plan,
+    }
+    .raw(dev)
 }
 
 /// An MSM whose kernels are queued on a device's stream; its window sums are read once the
@@ -259,17 +302,31 @@ pub struct QueuedMsm {
 impl QueuedMsm {
     /// Queues the MSM (no synchronisation): `bases`, `scalars` must stay alive until the stream
     /// has run it.
-    pub fn queue(dev: &GpuDevice, curve: Curve, bases: &DevBuf, scalars: &DevBuf, n: u64) -> Result<Option<Self>> {
+    pub fn queue(
+        dev: &GpuDevice,
+        curve: Curve,
+        bases: &DevBuf,
+        scalars: &DevBuf,
+        n: u64,
+    ) -> Result<Option<Self>> {
         Self::with_plan(dev, bases, scalars, &MsmPlan::on(dev, n, curve))
     }
 
     /// Queues the MSM of `plan.n` points under an explicit plan; None for no points.
-    pub fn with_plan(dev: &GpuDevice, bases: &DevBuf, scalars: &DevBuf, plan: &MsmPlan) -> Result<Option<Self>> {
+    pub fn with_plan(
+        dev: &GpuDevice,
+        bases: &DevBuf,
+        scalars: &DevBuf,
+        plan: &MsmPlan,
+    ) -> Result<Option<Self>> {
         check_len(bases, scalars, plan.n, plan.curve)?;
         if plan.n == 0 {
             return Ok(None);
         }
-        Ok(Some(QueuedMsm { windows: msm_windows_queued(dev, bases.ptr(), scalars.ptr(), plan)?, plan: *plan }))
+        Ok(Some(QueuedMsm {
+            windows: msm_windows_queued(dev, bases.ptr(), scalars.ptr(), plan)?,
+            plan: *plan,
+        }))
     }
 
     fn raw(&self, dev: &GpuDevice) -> Result<Vec<u8>> {
@@ -278,19 +335,48 @@ impl QueuedMsm {
         Ok(out)
     }
     pub fn g1(q: Option<Self>, dev: &GpuDevice) -> Result<G1Projective> {
-        let Some(q) = q else { return Ok(G1Projective::identity()) };
-        Ok(combine(q.raw(dev)?.chunks_exact(Curve::G1.xyzz_bytes()).map(g1_from_xyzz).collect(), q.plan.c))
+        let Some(q) = q else {
+            return Ok(G1Projective::identity());
+        };
+        Ok(combine(
+            q.raw(dev)?
+                .chunks_exact(Curve::G1.xyzz_bytes())
+                .map(g1_from_xyzz)
+                .collect(),
+            q.plan.c,
+        ))
     }
     pub fn g2(q: Option<Self>, dev: &GpuDevice) -> Result<G2Projective> {
-        let Some(q) = q else { return Ok(G2Projective::identity()) };
-        Ok(combine(q.raw(dev)?.chunks_exact(Curve::G2.xyzz_bytes()).map(g2_from_xyzz).collect(), q.plan.c))
+        let Some(q) = q else {
+            return Ok(G2Projective::identity());
+        };
+        Ok(combine(
+            q.raw(dev)?
+                .chunks_exact(Curve::G2.xyzz_bytes())
+                .map(g2_from_xyzz)
+                .collect(),
+            q.plan.c,
+        ))
     }
 }
 
 /// Queues the MSM's kernels; the returned buffer holds the window sums (XYZZ, window 0 first)
 /// once the stream has run them.
-pub fn msm_windows_queued(dev: &GpuDevice, bases: u64, scalars: u64, plan: &MsmPlan) -> Result<DevBuf> {
-    let MsmPlan { n, curve, c, windows, buckets, segments, per_thread } = *plan;
+pub fn msm_windows_queued(
+    dev: &GpuDevice,
+    bases: u64,
+    scalars: u64,
+    plan: &MsmPlan,
+) -> Result<DevBuf> {
+    let MsmPlan {
+        n,
+        curve,
+        c,
+        windows,
+        buckets,
+        segments,
+        per_thread,
+    } = *plan;
     let slots = windows as u64 * buckets as u64;
     let (tile, tiles) = (plan.tile(), plan.tiles());
     let threads = windows as u64 * plan.threads_per_window();
@@ -301,9 +387,22 @@ pub fn msm_windows_queued(dev: &GpuDevice, bases: u64, scalars: u64, plan: &MsmP
     let tile_offsets = dev.alloc((windows * tiles) as usize * 4, "MSM tile offsets")?;
     let sorted = dev.alloc((n * windows as u64 * 4) as usize, "MSM sorted indices")?;
     let bucket_sums = dev.alloc_zeroed(slots as usize * curve.xyzz_bytes(), "MSM bucket sums")?;
-    let partials = dev.alloc(threads as usize * curve.xyzz_bytes(), "MSM partial bucket sums")?;
-    let seg_a = dev.alloc((windows * segments) as usize * curve.xyzz_bytes(), "MSM segment sums")?;
-    let seg_q = if segments > 1 { Some(dev.alloc((windows * segments) as usize * curve.xyzz_bytes(), "MSM segment weights")?) } else { None };
+    let partials = dev.alloc(
+        threads as usize * curve.xyzz_bytes(),
+        "MSM partial bucket sums",
+    )?;
+    let seg_a = dev.alloc(
+        (windows * segments) as usize * curve.xyzz_bytes(),
+        "MSM segment sums",
+    )?;
+    let seg_q = if segments > 1 {
+        Some(dev.alloc(
+            (windows * segments) as usize * curve.xyzz_bytes(),
+            "MSM segment weights",
+        )?)
+    } else {
+        None
+    };
 
     let prof = Profiler::new(dev);
     let steps = plan.steps();
@@ -312,59 +411,198 @@ pub fn msm_windows_queued(dev: &GpuDevice, bases: u64, scalars: u64, plan: &MsmP
     for (k, step) in steps.iter().enumerate() {
         match *step {
             MsmStep::Histogram { w0, w1 } => {
-                gpu_launch!(dev, "msm_histogram", grid(n, 256), &scalars, &counts.ptr(), &n, &c, &w0, &w1)?;
+                gpu_launch!(
+                    dev,
+                    "msm_histogram",
+                    grid(n, 256),
+                    &scalars,
+                    &counts.ptr(),
+                    &n,
+                    &c,
+                    &w0,
+                    &w1
+                )?;
             }
             MsmStep::Offsets => {
-                let tiled = cudarc::driver::LaunchConfig { grid_dim: (tiles, windows, 1), block_dim: (tile, 1, 1), shared_mem_bytes: 0 };
-                gpu_launch!(dev, "msm_tile_sums", tiled, &counts.ptr(), &tile_sums.ptr(), &buckets)?;
-                let scan_cfg = cudarc::driver::LaunchConfig { grid_dim: (windows, 1, 1), block_dim: (1024, 1, 1), shared_mem_bytes: 0 };
-                gpu_launch!(dev, "msm_scan", scan_cfg, &tile_sums.ptr(), &tile_offsets.ptr(), &0u64, &tiles)?;
-                gpu_launch!(dev, "msm_tile_scan", tiled, &counts.ptr(), &tile_offsets.ptr(), &offsets.ptr(), &cursor.ptr(), &buckets)?;
+                let tiled = cudarc::driver::LaunchConfig {
+                    grid_dim: (tiles, windows, 1),
+                    block_dim: (tile, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                gpu_launch!(
+                    dev,
+                    "msm_tile_sums",
+                    tiled,
+                    &counts.ptr(),
+                    &tile_sums.ptr(),
+                    &buckets
+                )?;
+                let scan_cfg = cudarc::driver::LaunchConfig {
+                    grid_dim: (windows, 1, 1),
+                    block_dim: (1024, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                gpu_launch!(
+                    dev,
+                    "msm_scan",
+                    scan_cfg,
+                    &tile_sums.ptr(),
+                    &tile_offsets.ptr(),
+                    &0u64,
+                    &tiles
+                )?;
+                gpu_launch!(
+                    dev,
+                    "msm_tile_scan",
+                    tiled,
+                    &counts.ptr(),
+                    &tile_offsets.ptr(),
+                    &offsets.ptr(),
+                    &cursor.ptr(),
+                    &buckets
+                )?;
             }
             MsmStep::Scatter { w0, w1 } => {
-                gpu_launch!(dev, "msm_scatter", grid(n, 256), &scalars, &cursor.ptr(), &sorted.ptr(), &n, &c, &w0, &w1)?;
+                gpu_launch!(
+                    dev,
+                    "msm_scatter",
+                    grid(n, 256),
+                    &scalars,
+                    &cursor.ptr(),
+                    &sorted.ptr(),
+                    &n,
+                    &c,
+                    &w0,
+                    &w1
+                )?;
             }
             MsmStep::ScatterTwoPass { w0, w1, group } => {
                 if sort.is_none() {
                     sort = Some((
-                        dev.alloc_zeroed((windows * SORT_BINS) as usize * 4, "MSM sort bin counters")?,
+                        dev.alloc_zeroed(
+                            (windows * SORT_BINS) as usize * 4,
+                            "MSM sort bin counters",
+                        )?,
                         dev.alloc((group as u64 * n * 8) as usize, "MSM sort records")?,
                     ));
                 }
                 let (bin_fill, records) = sort.as_ref().expect("allocated above");
                 let bin_bits = plan.sort_bin_bits();
-                gpu_launch!(dev, "msm_scatter_coarse", grid(n, 256), &scalars, &offsets.ptr(), &bin_fill.ptr(), &records.ptr(), &n, &c, &w0, &w1,
-                            &bin_bits)?;
-                gpu_launch!(dev, "msm_scatter_fine", grid((w1 - w0) as u64 * n, 256), &records.ptr(), &offsets.ptr(), &counts.ptr(),
-                            &cursor.ptr(), &sorted.ptr(), &n, &w0, &w1, &buckets)?;
+                gpu_launch!(
+                    dev,
+                    "msm_scatter_coarse",
+                    grid(n, 256),
+                    &scalars,
+                    &offsets.ptr(),
+                    &bin_fill.ptr(),
+                    &records.ptr(),
+                    &n,
+                    &c,
+                    &w0,
+                    &w1,
+                    &bin_bits
+                )?;
+                gpu_launch!(
+                    dev,
+                    "msm_scatter_fine",
+                    grid((w1 - w0) as u64 * n, 256),
+                    &records.ptr(),
+                    &offsets.ptr(),
+                    &counts.ptr(),
+                    &cursor.ptr(),
+                    &sorted.ptr(),
+                    &n,
+                    &w0,
+                    &w1,
+                    &buckets
+                )?;
             }
             MsmStep::Accumulate => {
                 sort = None;
                 let (acc_kernel, acc_block) = accumulate_kernel(dev, curve);
-                gpu_launch!(dev, acc_kernel, grid(threads, acc_block), &bases, &sorted.ptr(), &offsets.ptr(), &counts.ptr(),
-                            &bucket_sums.ptr(), &partials.ptr(), &n, &windows, &buckets, &per_thread)?;
+                gpu_launch!(
+                    dev,
+                    acc_kernel,
+                    grid(threads, acc_block),
+                    &bases,
+                    &sorted.ptr(),
+                    &offsets.ptr(),
+                    &counts.ptr(),
+                    &bucket_sums.ptr(),
+                    &partials.ptr(),
+                    &n,
+                    &windows,
+                    &buckets,
+                    &per_thread
+                )?;
             }
             MsmStep::FoldHeads { round } => {
-                gpu_launch!(dev, &curve.kernel("msm_fold_heads"), grid(threads, 128), &offsets.ptr(), &counts.ptr(), &partials.ptr(), &n,
-                            &windows, &buckets, &per_thread, &round)?;
+                gpu_launch!(
+                    dev,
+                    &curve.kernel("msm_fold_heads"),
+                    grid(threads, 128),
+                    &offsets.ptr(),
+                    &counts.ptr(),
+                    &partials.ptr(),
+                    &n,
+                    &windows,
+                    &buckets,
+                    &per_thread,
+                    &round
+                )?;
             }
             MsmStep::Fixup { folded } => {
                 let folded = u32::from(folded);
-                gpu_launch!(dev, &curve.kernel("msm_fixup"), grid(threads, 128), &offsets.ptr(), &counts.ptr(), &bucket_sums.ptr(),
-                            &partials.ptr(), &n, &windows, &buckets, &per_thread, &folded)?;
+                gpu_launch!(
+                    dev,
+                    &curve.kernel("msm_fixup"),
+                    grid(threads, 128),
+                    &offsets.ptr(),
+                    &counts.ptr(),
+                    &bucket_sums.ptr(),
+                    &partials.ptr(),
+                    &n,
+                    &windows,
+                    &buckets,
+                    &per_thread,
+                    &folded
+                )?;
             }
             MsmStep::BucketReduce => {
                 let q_ptr = seg_q.as_ref().map_or(0, |q| q.ptr());
-                gpu_launch!(dev, &curve.kernel("msm_bucket_reduce"), grid(windows as u64 * segments as u64, 128), &bucket_sums.ptr(),
-                            &seg_a.ptr(), &q_ptr, &windows, &buckets, &segments)?;
+                gpu_launch!(
+                    dev,
+                    &curve.kernel("msm_bucket_reduce"),
+                    grid(windows as u64 * segments as u64, 128),
+                    &bucket_sums.ptr(),
+                    &seg_a.ptr(),
+                    &q_ptr,
+                    &windows,
+                    &buckets,
+                    &segments
+                )?;
             }
-            MsmStep::PairRound { m } => (seg_a, seg_q) = reduce_pair_round(dev, curve, seg_a, seg_q, windows, m)?,
+            MsmStep::PairRound { m } => {
+                (seg_a, seg_q) = reduce_pair_round(dev, curve, seg_a, seg_q, windows, m)?
+            }
         }
-        if steps.get(k + 1).is_none_or(|next| next.phase() != step.phase()) {
+        if steps
+            .get(k + 1)
+            .is_none_or(|next| next.phase() != step.phase())
+        {
             prof.mark(step.phase())?;
         }
     }
-    drop((cursor, tile_sums, tile_offsets, sorted, partials, offsets, counts, bucket_sums));
+    drop((
+        cursor,
+        tile_sums,
+        tile_offsets,
+        sorted,
+        partials,
+        offsets,
+        counts,
+        bucket_sums,
+    ));
     Ok(seg_a)
 }
 
@@ -398,7 +636,9 @@ impl MsmStep {
     pub fn phase(&self) -> &'static str {
         match self {
             MsmStep::Histogram { .. } => "histogram",
-            MsmStep::Offsets | MsmStep::Scatter { .. } | MsmStep::ScatterTwoPass { .. } => "scan+scatter",
+            MsmStep::Offsets | MsmStep::Scatter { .. } | MsmStep::ScatterTwoPass { .. } => {
+                "scan+scatter"
+            }
             MsmStep::Accumulate => "accumulate",
             MsmStep::FoldHeads { .. } | MsmStep::Fixup { .. } => "fixup",
             MsmStep::BucketReduce => "bucket reduce",
@@ -419,9 +659,18 @@ impl MsmPlan {
     pub fn steps_with(&self, group: u32, two_pass: bool, fold: bool) -> Vec<MsmStep> {
         let group = group.clamp(1, self.windows);
         let ranges = self.sort_ranges(group);
-        let mut v: Vec<MsmStep> = ranges.iter().map(|&(w0, w1)| MsmStep::Histogram { w0, w1 }).collect();
+        let mut v: Vec<MsmStep> = ranges
+            .iter()
+            .map(|&(w0, w1)| MsmStep::Histogram { w0, w1 })
+            .collect();
         v.push(MsmStep::Offsets);
-        v.extend(ranges.iter().map(|&(w0, w1)| if two_pass { MsmStep::ScatterTwoPass { w0, w1, group } } else { MsmStep::Scatter { w0, w1 } }));
+        v.extend(ranges.iter().map(|&(w0, w1)| {
+            if two_pass {
+                MsmStep::ScatterTwoPass { w0, w1, group }
+            } else {
+                MsmStep::Scatter { w0, w1 }
+            }
+        }));
         v.push(MsmStep::Accumulate);
         if fold {
             v.extend((0..self.head_rounds()).map(|round| MsmStep::FoldHeads { round }));
@@ -439,16 +688,37 @@ impl MsmPlan {
 
 /// One round of `msm_reduce_pairs` (cuda-src/msm.cu, step 6): `m` terms (A, Q) per window
 /// become ceil(m / 2); after the last round A is the window's sum (and there is no Q).
-fn reduce_pair_round(dev: &GpuDevice, curve: Curve, a: DevBuf, q: Option<DevBuf>, windows: u32, m: u32) -> Result<(DevBuf, Option<DevBuf>)> {
+fn reduce_pair_round(
+    dev: &GpuDevice,
+    curve: Curve,
+    a: DevBuf,
+    q: Option<DevBuf>,
+    windows: u32,
+    m: u32,
+) -> Result<(DevBuf, Option<DevBuf>)> {
     let Some(q_in) = q else {
         return Err(backend_err("MSM pair rounds without segment weights"));
     };
     let mo = m.div_ceil(2);
     let terms = windows as usize * mo as usize;
     let a_out = dev.alloc(terms * curve.xyzz_bytes(), "MSM pair round sums")?;
-    let q_out = if mo > 1 { Some(dev.alloc(terms * curve.xyzz_bytes(), "MSM pair round weights")?) } else { None };
+    let q_out = if mo > 1 {
+        Some(dev.alloc(terms * curve.xyzz_bytes(), "MSM pair round weights")?)
+    } else {
+        None
+    };
     let q_out_ptr = q_out.as_ref().map_or(0, |b| b.ptr());
-    gpu_launch!(dev, &curve.kernel("msm_reduce_pairs"), grid(terms as u64, 128), &a.ptr(), &q_in.ptr(), &a_out.ptr(), &q_out_ptr, &windows, &m)?;
+    gpu_launch!(
+        dev,
+        &curve.kernel("msm_reduce_pairs"),
+        grid(terms as u64, 128),
+        &a.ptr(),
+        &q_in.ptr(),
+        &a_out.ptr(),
+        &q_out_ptr,
+        &windows,
+        &m
+    )?;
     Ok((a_out, q_out))
 }
 
@@ -466,27 +736,73 @@ fn combine<G: Group>(windows: Vec<G>, c: u32) -> G {
 
 fn check_len(bases: &DevBuf, scalars: &DevBuf, n: u64, curve: Curve) -> Result<()> {
     if (bases.len() as u64) < n * curve.affine_bytes() as u64 || (scalars.len() as u64) < n * 32 {
-        return Err(backend_err(format!("MSM over {n} points: buffers of {} / {} bytes are too small", bases.len(), scalars.len())));
+        return Err(backend_err(format!(
+            "MSM over {n} points: buffers of {} / {} bytes are too small",
+            bases.len(),
+            scalars.len()
+        )));
     }
     Ok(())
 }
 
-pub fn msm_g1_device(dev: &GpuDevice, bases: &DevBuf, scalars: &DevBuf, n: u64) -> Result<G1Projective> {
+pub fn msm_g1_device(
+    dev: &GpuDevice,
+    bases: &DevBuf,
+    scalars: &DevBuf,
+    n: u64,
+) -> Result<G1Projective> {
     msm_g1_with_plan(dev, bases, scalars, &MsmPlan::on(dev, n, Curve::G1))
 }
 
-pub fn msm_g2_device(dev: &GpuDevice, bases: &DevBuf, scalars: &DevBuf, n: u64) -> Result<G2Projective> {
+pub fn msm_g2_device(
+    dev: &GpuDevice,
+    bases: &DevBuf,
+    scalars: &DevBuf,
+    n: u64,
+) -> Result<G2Projective> {
     msm_g2_with_plan(dev, bases, scalars, &MsmPlan::on(dev, n, Curve::G2))
 }
 
 /// The G1 MSM under an explicit plan (window size, share per thread); `plan.n` points.
-pub fn msm_g1_with_plan(dev: &GpuDevice, bases: &DevBuf, scalars: &DevBuf, plan: &MsmPlan) -> Result<G1Projective> {
-    QueuedMsm::g1(QueuedMsm::with_plan(dev, bases, scalars, &MsmPlan { curve: Curve::G1, ..*plan })?, dev)
+pub fn msm_g1_with_plan(
+    dev: &GpuDevice,
+    bases: &DevBuf,
+    scalars: &DevBuf,
+    plan: &MsmPlan,
+) -> Result<G1Projective> {
+    QueuedMsm::g1(
+        QueuedMsm::with_plan(
+            dev,
+            bases,
+            scalars,
+            &MsmPlan {
+                curve: Curve::G1,
+                ..*plan
+            },
+        )?,
+        dev,
+    )
 }
 
 /// The G2 MSM under an explicit plan.
-pub fn msm_g2_with_plan(dev: &GpuDevice, bases: &DevBuf, scalars: &DevBuf, plan: &MsmPlan) -> Result<G2Projective> {
-    QueuedMsm::g2(QueuedMsm::with_plan(dev, bases, scalars, &MsmPlan { curve: Curve::G2, ..*plan })?, dev)
+pub fn msm_g2_with_plan(
+    dev: &GpuDevice,
+    bases: &DevBuf,
+    scalars: &DevBuf,
+    plan: &MsmPlan,
+) -> Result<G2Projective> {
+    QueuedMsm::g2(
+        QueuedMsm::with_plan(
+            dev,
+            bases,
+            scalars,
+            &MsmPlan {
+                curve: Curve::G2,
+                ..*plan
+            },
+        )?,
+        dev,
+    )
 }
 
 /// Per-phase wall times of one MSM, printed to stderr when `CUZK_MSM_PROFILE` is set (each mark
@@ -499,12 +815,18 @@ struct Profiler<'a> {
 impl<'a> Profiler<'a> {
     fn new(dev: &'a GpuDevice) -> Self {
         let on = std::env::var_os("CUZK_MSM_PROFILE").is_some();
-        Profiler { dev, last: on.then(std::time::Instant::now) }
+        Profiler {
+            dev,
+            last: on.then(std::time::Instant::now),
+        }
     }
     fn mark(&self, phase: &str) -> Result<()> {
         if let Some(t) = self.last {
             self.dev.sync(phase)?;
-            eprintln!("msm phase {phase:<18} ends at {:8.2} ms", t.elapsed().as_secs_f64() * 1e3);
+            eprintln!(
+                "msm phase {phase:<18} ends at {:8.2} ms",
+                t.elapsed().as_secs_f64() * 1e3
+            );
         }
         Ok(())
     }

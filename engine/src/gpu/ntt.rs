@@ -13,8 +13,8 @@ use cudarc::driver::sys::CUfunction_attribute_enum;
 use cudarc::driver::LaunchConfig;
 use ff::{Field, PrimeField};
 
-use super::device::{grid, GpuDevice};
 use super::buf::DevBuf;
+use super::device::{grid, GpuDevice};
 use super::{as_bytes, backend_err, Result};
 use crate::gpu_launch;
 
@@ -40,11 +40,13 @@ impl NttKernel {
     /// anything else).
     pub fn from_env() -> Option<NttKernel> {
         static K: OnceLock<Option<NttKernel>> = OnceLock::new();
-        *K.get_or_init(|| match std::env::var("CUZK_NTT_KERNEL").as_deref().map(str::trim) {
-            Ok("v2") | Ok("V2") => Some(NttKernel::V2),
-            Ok("v1") | Ok("V1") => Some(NttKernel::V1),
-            _ => None,
-        })
+        *K.get_or_init(
+            || match std::env::var("CUZK_NTT_KERNEL").as_deref().map(str::trim) {
+                Ok("v2") | Ok("V2") => Some(NttKernel::V2),
+                Ok("v1") | Ok("V1") => Some(NttKernel::V1),
+                _ => None,
+            },
+        )
     }
 
     /// The kernel for a 2^log_n transform: the one `CUZK_NTT_KERNEL` forces, else v2 from
@@ -53,7 +55,11 @@ impl NttKernel {
     /// ms, fused H 2^24 39.71 against 41.58 ms; at 2^20 v1 0.30 against 0.32 ms (2^21 to 2^23
     /// not measured). Both give the same bits.
     pub fn for_size(log_n: u32) -> NttKernel {
-        Self::from_env().unwrap_or(if log_n >= V2_FROM_LOG { NttKernel::V2 } else { NttKernel::V1 })
+        Self::from_env().unwrap_or(if log_n >= V2_FROM_LOG {
+            NttKernel::V2
+        } else {
+            NttKernel::V1
+        })
     }
 
     pub fn name(self) -> &'static str {
@@ -88,12 +94,22 @@ pub fn root_powers(log_n: u32) -> Vec<Scalar> {
 /// The twiddle table w^j, j < max(n/2, 1), of the domain 2^log_n, built on the device.
 pub fn twiddles(dev: &GpuDevice, log_n: u32) -> Result<DevBuf> {
     if log_n > Scalar::S {
-        return Err(backend_err(format!("NTT domain 2^{log_n} exceeds Fr's 2-adicity {}", Scalar::S)));
+        return Err(backend_err(format!(
+            "NTT domain 2^{log_n} exceeds Fr's 2-adicity {}",
+            Scalar::S
+        )));
     }
     let count: u64 = if log_n == 0 { 1 } else { 1u64 << (log_n - 1) };
     let pows_d = dev.upload(as_bytes(&root_powers(log_n)), "NTT root powers")?;
     let tw = dev.alloc(count as usize * 32, "NTT twiddles")?;
-    gpu_launch!(dev, "ntt_twiddles", grid(count, 256), &tw.ptr(), &pows_d.ptr(), &count)?;
+    gpu_launch!(
+        dev,
+        "ntt_twiddles",
+        grid(count, 256),
+        &tw.ptr(),
+        &pows_d.ptr(),
+        &count
+    )?;
     Ok(tw)
 }
 
@@ -138,7 +154,8 @@ const V2_BLOCK_BITS: u32 = 10;
 /// low indices instead, the first shape of this kernel.
 fn v2_shape(log_n: u32, b: u32, t: u32) -> (u32, u32) {
     static GROUPS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let groups = *GROUPS.get_or_init(|| std::env::var("CUZK_NTT_V2_GROUPS").map_or(true, |v| v.trim() != "0"));
+    let groups = *GROUPS
+        .get_or_init(|| std::env::var("CUZK_NTT_V2_GROUPS").map_or(true, |v| v.trim() != "0"));
     v2_shape_of(log_n, b, t, groups)
 }
 
@@ -186,8 +203,23 @@ fn v2_twiddle_row(t: u32, lg_l: u32, elems: u64) -> u32 {
 /// In-place radix-2 transform of `data` (2^log_n Fr elements). DIF: natural order in, bit-reversed
 /// out; DIT: bit-reversed in, natural out. `inverse` uses w^-1 and does not scale by 1/n.
 /// `data` is the device address of 2^log_n Fr elements. Runs the kernel `NttKernel::for_size` picks.
-pub fn ntt_in_place(dev: &GpuDevice, data: u64, tw: &DevBuf, log_n: u32, dif: bool, inverse: bool) -> Result<()> {
-    ntt_in_place_with(dev, data, tw, log_n, dif, inverse, NttKernel::for_size(log_n))
+pub fn ntt_in_place(
+    dev: &GpuDevice,
+    data: u64,
+    tw: &DevBuf,
+    log_n: u32,
+    dif: bool,
+    inverse: bool,
+) -> Result<()> {
+    ntt_in_place_with(
+        dev,
+        data,
+        tw,
+        log_n,
+        dif,
+        inverse,
+        NttKernel::for_size(log_n),
+    )
 }
 
 /// One pass kernel launch of a transform: `blocks` blocks of `threads` threads with `smem` bytes
@@ -220,13 +252,33 @@ pub fn pass_launches(log_n: u32, dif: bool, kernel: NttKernel) -> Vec<PassLaunch
                 let lg_l = lg_low(b);
                 let elems = (1u64 << t) << lg_l;
                 let threads = (elems / 4).clamp(1, 256) as u32;
-                PassLaunch { kernel, blocks: (1u64 << log_n) / elems, threads, smem: (elems * 32) as u32, b, t, lg_l, lg_s: 0, natural: false }
+                PassLaunch {
+                    kernel,
+                    blocks: (1u64 << log_n) / elems,
+                    threads,
+                    smem: (elems * 32) as u32,
+                    b,
+                    t,
+                    lg_l,
+                    lg_s: 0,
+                    natural: false,
+                }
             }
             NttKernel::V2 => {
                 let (lg_l, lg_s) = v2_shape(log_n, b, t);
                 let elems = 1u64 << (t + lg_l + lg_s);
                 let smem = v2_smem_bytes(t, lg_l, elems);
-                PassLaunch { kernel, blocks: (1u64 << log_n) / elems, threads: v2_threads(elems), smem, b, t, lg_l, lg_s, natural: false }
+                PassLaunch {
+                    kernel,
+                    blocks: (1u64 << log_n) / elems,
+                    threads: v2_threads(elems),
+                    smem,
+                    b,
+                    t,
+                    lg_l,
+                    lg_s,
+                    natural: false,
+                }
             }
         })
         .collect()
@@ -237,44 +289,124 @@ pub fn pass_launches(log_n: u32, dif: bool, kernel: NttKernel) -> Vec<PassLaunch
 pub fn natural_launches(log_n: u32, kernel: NttKernel) -> Vec<PassLaunch> {
     let mut v = pass_launches(log_n, true, kernel);
     if let Some(last) = v.last_mut() {
-        debug_assert_eq!(last.b, 0, "a DIF transform's last pass holds the bottom bits");
+        debug_assert_eq!(
+            last.b, 0,
+            "a DIF transform's last pass holds the bottom bits"
+        );
         last.natural = true;
     }
     v
 }
 
 /// [`ntt_in_place`] with the pass kernel given; both kernels give the same bits.
-pub fn ntt_in_place_with(dev: &GpuDevice, data: u64, tw: &DevBuf, log_n: u32, dif: bool, inverse: bool, kernel: NttKernel) -> Result<()> {
-    queue_passes(dev, data, 0, tw, log_n, &pass_launches(log_n, dif, kernel), (dif, inverse))
+pub fn ntt_in_place_with(
+    dev: &GpuDevice,
+    data: u64,
+    tw: &DevBuf,
+    log_n: u32,
+    dif: bool,
+    inverse: bool,
+    kernel: NttKernel,
+) -> Result<()> {
+    queue_passes(
+        dev,
+        data,
+        0,
+        tw,
+        log_n,
+        &pass_launches(log_n, dif, kernel),
+        (dif, inverse),
+    )
 }
 
 /// Queues `launches` on `data` (`out`: where a `natural` pass writes), in the direction
 /// `(dif, inverse)`.
-fn queue_passes(dev: &GpuDevice, data: u64, out: u64, tw: &DevBuf, log_n: u32, launches: &[PassLaunch], (dif, inverse): (bool, bool)) -> Result<()> {
+fn queue_passes(
+    dev: &GpuDevice,
+    data: u64,
+    out: u64,
+    tw: &DevBuf,
+    log_n: u32,
+    launches: &[PassLaunch],
+    (dif, inverse): (bool, bool),
+) -> Result<()> {
     if tw.len() < (16usize << log_n).max(32) {
-        return Err(backend_err(format!("NTT twiddle table of {} bytes is too small for 2^{log_n}", tw.len())));
+        return Err(backend_err(format!(
+            "NTT twiddle table of {} bytes is too small for 2^{log_n}",
+            tw.len()
+        )));
     }
     let (dif_u, inv_u) = (u32::from(dif), u32::from(inverse));
     {
         // Above 48 KiB a v2 block's dynamic shared memory must be allowed explicitly; the largest
         // carveout lets three blocks of 2^10 elements (65 KiB each) share an SM.
-        let most = launches.iter().filter(|l| l.kernel == NttKernel::V2).map(|l| l.smem).max().unwrap_or(0);
+        let most = launches
+            .iter()
+            .filter(|l| l.kernel == NttKernel::V2)
+            .map(|l| l.smem)
+            .max()
+            .unwrap_or(0);
         if most > 48 * 1024 {
             let f = dev.func("ntt_pass_v2")?;
-            dev.ctx.bind_to_thread().map_err(|e| backend_err(format!("binding the context for ntt_pass_v2: {e:?}")))?;
-            f.set_attribute(CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, most as i32)
-                .map_err(|e| backend_err(format!("allowing {most} bytes of shared memory to ntt_pass_v2: {e:?}")))?;
-            f.set_attribute(CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100)
-                .map_err(|e| backend_err(format!("shared-memory carveout of ntt_pass_v2: {e:?}")))?;
+            dev.ctx
+                .bind_to_thread()
+                .map_err(|e| backend_err(format!("binding the context for ntt_pass_v2: {e:?}")))?;
+            f.set_attribute(
+                CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                most as i32,
+            )
+            .map_err(|e| {
+                backend_err(format!(
+                    "allowing {most} bytes of shared memory to ntt_pass_v2: {e:?}"
+                ))
+            })?;
+            f.set_attribute(
+                CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                100,
+            )
+            .map_err(|e| backend_err(format!("shared-memory carveout of ntt_pass_v2: {e:?}")))?;
         }
     }
     for &l in launches {
-        let PassLaunch { b, t, lg_l, lg_s, .. } = l;
+        let PassLaunch {
+            b, t, lg_l, lg_s, ..
+        } = l;
         let dst: u64 = if l.natural { out } else { 0 };
-        let cfg = LaunchConfig { grid_dim: (l.blocks as u32, 1, 1), block_dim: (l.threads, 1, 1), shared_mem_bytes: l.smem };
+        let cfg = LaunchConfig {
+            grid_dim: (l.blocks as u32, 1, 1),
+            block_dim: (l.threads, 1, 1),
+            shared_mem_bytes: l.smem,
+        };
         match l.kernel {
-            NttKernel::V1 => gpu_launch!(dev, "ntt_pass", cfg, &data, &dst, &tw.ptr(), &log_n, &b, &t, &lg_l, &dif_u, &inv_u)?,
-            NttKernel::V2 => gpu_launch!(dev, "ntt_pass_v2", cfg, &data, &dst, &tw.ptr(), &log_n, &b, &t, &lg_l, &lg_s, &dif_u, &inv_u)?,
+            NttKernel::V1 => gpu_launch!(
+                dev,
+                "ntt_pass",
+                cfg,
+                &data,
+                &dst,
+                &tw.ptr(),
+                &log_n,
+                &b,
+                &t,
+                &lg_l,
+                &dif_u,
+                &inv_u
+            )?,
+            NttKernel::V2 => gpu_launch!(
+                dev,
+                "ntt_pass_v2",
+                cfg,
+                &data,
+                &dst,
+                &tw.ptr(),
+                &log_n,
+                &b,
+                &t,
+                &lg_l,
+                &lg_s,
+                &dif_u,
+                &inv_u
+            )?,
         }
     }
     Ok(())
@@ -284,16 +416,46 @@ fn queue_passes(dev: &GpuDevice, data: u64, out: u64, tw: &DevBuf, log_n: u32, l
 /// `out` ([`natural_launches`]; no separate bit-reversal pass). `inverse` uses w^-1 and does not
 /// scale by 1/n. Both are device addresses of 2^log_n Fr, and must not overlap. Runs the kernel
 /// `CUZK_NTT_KERNEL` picks.
-pub fn ntt_natural(dev: &GpuDevice, data: u64, out: u64, tw: &DevBuf, log_n: u32, inverse: bool) -> Result<()> {
-    ntt_natural_with(dev, data, out, tw, log_n, inverse, NttKernel::for_size(log_n))
+pub fn ntt_natural(
+    dev: &GpuDevice,
+    data: u64,
+    out: u64,
+    tw: &DevBuf,
+    log_n: u32,
+    inverse: bool,
+) -> Result<()> {
+    ntt_natural_with(
+        dev,
+        data,
+        out,
+        tw,
+        log_n,
+        inverse,
+        NttKernel::for_size(log_n),
+    )
 }
 
 /// [`ntt_natural`] with the pass kernel given.
-pub fn ntt_natural_with(dev: &GpuDevice, data: u64, out: u64, tw: &DevBuf, log_n: u32, inverse: bool, kernel: NttKernel) -> Result<()> {
+pub fn ntt_natural_with(
+    dev: &GpuDevice,
+    data: u64,
+    out: u64,
+    tw: &DevBuf,
+    log_n: u32,
+    inverse: bool,
+    kernel: NttKernel,
+) -> Result<()> {
     let launches = natural_launches(log_n, kernel);
     if launches.is_empty() {
         // 2^0: no pass, the transform is the identity.
-        return gpu_launch!(dev, "bitrev_copy", grid(1u64 << log_n, 256), &out, &data, &log_n);
+        return gpu_launch!(
+            dev,
+            "bitrev_copy",
+            grid(1u64 << log_n, 256),
+            &out,
+            &data,
+            &log_n
+        );
     }
     queue_passes(dev, data, out, tw, log_n, &launches, (true, inverse))
 }
@@ -334,7 +496,11 @@ mod model {
         let win = ((1u32 << w) - 1) << p;
         let (mut e, mut used, mut ub) = (0u32, win, 0u32);
         for i in 0..5 {
-            let c = if i < nb && (win >> i) & 1 == 0 { i } else { i + 5 };
+            let c = if i < nb && (win >> i) & 1 == 0 {
+                i
+            } else {
+                i + 5
+            };
             if c < nb {
                 e |= ((u >> ub) & 1) << c;
                 used |= 1 << c;
@@ -378,7 +544,10 @@ mod model {
                 let p = *pows.last().unwrap();
                 pows.push(p.square());
             }
-            PowTable { pows, len: if log_n == 0 { 1 } else { 1u64 << (log_n - 1) } }
+            PowTable {
+                pows,
+                len: if log_n == 0 { 1 } else { 1u64 << (log_n - 1) },
+            }
         }
     }
     impl Table for PowTable {
@@ -415,7 +584,12 @@ mod model {
         }
         /// The worst degree of the accesses of `kind` in blocks of at least `min_elems`.
         pub fn worst(&self, kind: &str, min_elems: u32) -> u32 {
-            self.worst.iter().filter(|((k, e), _)| *k == kind && *e >= min_elems).map(|(_, &d)| d).max().unwrap_or(0)
+            self.worst
+                .iter()
+                .filter(|((k, e), _)| *k == kind && *e >= min_elems)
+                .map(|(_, &d)| d)
+                .max()
+                .unwrap_or(0)
         }
     }
 
@@ -434,10 +608,14 @@ mod model {
     }
     impl Data for HashMap<u64, Scalar> {
         fn get(&self, g: u64) -> Scalar {
-            *HashMap::get(self, &g).unwrap_or_else(|| panic!("element {g} is not in the model's data"))
+            *HashMap::get(self, &g)
+                .unwrap_or_else(|| panic!("element {g} is not in the model's data"))
         }
         fn set(&mut self, g: u64, v: Scalar) {
-            assert!(self.contains_key(&g), "element {g} is not in the model's data");
+            assert!(
+                self.contains_key(&g),
+                "element {g} is not in the model's data"
+            );
             self.insert(g, v);
         }
     }
@@ -477,7 +655,9 @@ mod model {
             let (his, lg) = (blk / lo_groups, blk % lo_groups);
             let base = (his << (lg_s + b + t)) | (lg << lg_l);
             let e = e as u64;
-            base + ((e >> (lg_l + t)) << (b + t)) + (((e >> lg_l) & ((1 << t) - 1)) << b) + (e & ((1 << lg_l) - 1))
+            base + ((e >> (lg_l + t)) << (b + t))
+                + (((e >> lg_l) & ((1 << t) - 1)) << b)
+                + (e & ((1 << lg_l) - 1))
         }
         /// The global element indices of block `blk`, by local index.
         pub fn block_elements(&self, blk: u64) -> Vec<u64> {
@@ -486,7 +666,13 @@ mod model {
 
         /// Runs block `blk` of this pass on `data` exactly as ntt_pass_v2 does; with `banks`, also
         /// records its shared-memory accesses warp by warp (they do not depend on the block).
-        pub fn run_block(&self, data: &mut dyn Data, tw: &dyn Table, blk: u64, mut banks: Option<&mut Banks>) {
+        pub fn run_block(
+            &self,
+            data: &mut dyn Data,
+            tw: &dyn Table,
+            blk: u64,
+            mut banks: Option<&mut Banks>,
+        ) {
             let (log_n, b, t, lg_l) = (self.log_n, self.b, self.t, self.lg_l());
             let nb = self.nb();
             let e_n = 1u32 << nb;
@@ -550,7 +736,10 @@ mod model {
                                 Scalar::ONE
                             } else {
                                 let idx = if self.inverse { half_n - ex } else { ex };
-                                assert!((idx as u64) < tw.len(), "twiddle index {idx} outside the table");
+                                assert!(
+                                    (idx as u64) < tw.len(),
+                                    "twiddle index {idx} outside the table"
+                                );
                                 let raw = tw.get(idx);
                                 if self.inverse {
                                     -raw
@@ -596,9 +785,14 @@ mod model {
                         per_thread[tid as usize].push(scatter(tid, p, 3, nb));
                     }
                 } else if radix8 {
-                    assert_eq!((t, w), (8, 2), "radix-8 path, a round of neither 3 nor 2 stages");
+                    assert_eq!(
+                        (t, w),
+                        (8, 2),
+                        "radix-8 path, a round of neither 3 nor 2 stages"
+                    );
                     for tid in 0..bd {
-                        per_thread[tid as usize].extend([scatter(tid, p, 2, nb), scatter(tid + bd, p, 2, nb)]);
+                        per_thread[tid as usize]
+                            .extend([scatter(tid, p, 2, nb), scatter(tid + bd, p, 2, nb)]);
                     }
                 } else {
                     for tid in 0..bd {
@@ -609,17 +803,27 @@ mod model {
                         }
                     }
                 }
-                let kind_data = if radix8 { "round data (radix-8 path)" } else { "round data (run-time path)" };
-                let kind_tw = if radix8 { "round twiddles (radix-8 path)" } else { "round twiddles (run-time path)" };
+                let kind_data = if radix8 {
+                    "round data (radix-8 path)"
+                } else {
+                    "round data (run-time path)"
+                };
+                let kind_tw = if radix8 {
+                    "round twiddles (radix-8 path)"
+                } else {
+                    "round twiddles (run-time path)"
+                };
                 let iters = per_thread.iter().map(Vec::len).max().unwrap_or(0);
                 for it in 0..iters {
                     // Bank checks, warp by warp, for this iteration's groups.
                     let check = banks.is_some();
                     for warp in per_thread.chunks(32).filter(|_| check) {
                         let bk = banks.as_deref_mut().unwrap();
-                        let e0s: Vec<u32> = warp.iter().filter_map(|g| g.get(it).copied()).collect();
+                        let e0s: Vec<u32> =
+                            warp.iter().filter_map(|g| g.get(it).copied()).collect();
                         for k in 0..(1u32 << w) {
-                            let addrs: Vec<u32> = e0s.iter().map(|&e0| col(e0) + col(k << p)).collect();
+                            let addrs: Vec<u32> =
+                                e0s.iter().map(|&e0| col(e0) + col(k << p)).collect();
                             bk.access(kind_data, e_n, &addrs);
                         }
                         for jj in 0..w {
@@ -629,7 +833,12 @@ mod model {
                                 if k & h != 0 {
                                     continue;
                                 }
-                                let addrs: Vec<u32> = e0s.iter().map(|&e0| tsm + slot(e0 | ((k & (h - 1)) << p), lowbit + j, lg_l)).collect();
+                                let addrs: Vec<u32> = e0s
+                                    .iter()
+                                    .map(|&e0| {
+                                        tsm + slot(e0 | ((k & (h - 1)) << p), lowbit + j, lg_l)
+                                    })
+                                    .collect();
                                 bk.access(kind_tw, e_n, &addrs);
                             }
                         }
@@ -642,11 +851,17 @@ mod model {
                             .map(|k| {
                                 let e = e0 | (k << p);
                                 assert!(e < e_n);
-                                assert!(!touched[e as usize], "element {e} in two groups of a round");
+                                assert!(
+                                    !touched[e as usize],
+                                    "element {e} in two groups of a round"
+                                );
                                 touched[e as usize] = true;
                                 assert_eq!(q0 + col(k << p), col(e), "column not additive");
                                 let qk = q0 + col(k << p);
-                                scalar(std::array::from_fn(|rr| sm[(row(rr as u32, rs) + qk) as usize].expect("data word never written")))
+                                scalar(std::array::from_fn(|rr| {
+                                    sm[(row(rr as u32, rs) + qk) as usize]
+                                        .expect("data word never written")
+                                }))
                             })
                             .collect();
                         for jj in 0..w {
@@ -665,7 +880,10 @@ mod model {
                                 }
                                 let sl = slot(e0 | (((k & (h - 1)) as u32) << p), lowbit + j, lg_l);
                                 assert!(sl < twn, "twiddle slot {sl} beyond the {twn} loaded");
-                                let wv = scalar(std::array::from_fn(|rr| sm[(tsm + sl + rr as u32 * tws) as usize].expect("twiddle word never written")));
+                                let wv = scalar(std::array::from_fn(|rr| {
+                                    sm[(tsm + sl + rr as u32 * tws) as usize]
+                                        .expect("twiddle word never written")
+                                }));
                                 if self.dif {
                                     let s = x[k] + x[k + h];
                                     x[k + h] = (x[k] - x[k + h]) * wv;
@@ -711,17 +929,38 @@ mod model {
                 }
                 c0 += 8 * bd;
             }
-            assert!(done.iter().all(|&d| d == 2), "a stored element's halves are not written exactly once each");
+            assert!(
+                done.iter().all(|&d| d == 2),
+                "a stored element's halves are not written exactly once each"
+            );
         }
     }
 
     /// The whole v2 transform in place on the host model.
-    pub fn ntt_v2(data: &mut Vec<Scalar>, tw: &dyn Table, log_n: u32, dif: bool, inverse: bool, banks: &mut Banks) {
+    pub fn ntt_v2(
+        data: &mut Vec<Scalar>,
+        tw: &dyn Table,
+        log_n: u32,
+        dif: bool,
+        inverse: bool,
+        banks: &mut Banks,
+    ) {
         assert_eq!(data.len(), 1usize << log_n);
         for (b, t) in plan(log_n, dif) {
-            let pass = Pass { log_n, b, t, dif, inverse };
+            let pass = Pass {
+                log_n,
+                b,
+                t,
+                dif,
+                inverse,
+            };
             for blk in 0..pass.blocks() {
-                pass.run_block(data, tw, blk, if blk == 0 { Some(&mut *banks) } else { None });
+                pass.run_block(
+                    data,
+                    tw,
+                    blk,
+                    if blk == 0 { Some(&mut *banks) } else { None },
+                );
             }
         }
     }
@@ -757,7 +996,13 @@ mod tests {
 
     /// Plain radix-2 stages: the global stages `stages` in the given order on all of `a`, the
     /// twiddle of exponent e from `pows`.
-    fn radix2_stages(a: &mut [Scalar], log_n: u32, stages: &[u32], dif: bool, pows: &dyn Fn(u64) -> Scalar) {
+    fn radix2_stages(
+        a: &mut [Scalar],
+        log_n: u32,
+        stages: &[u32],
+        dif: bool,
+        pows: &dyn Fn(u64) -> Scalar,
+    ) {
         let n = a.len();
         for &s in stages {
             let h = 1usize << s;
@@ -793,7 +1038,11 @@ mod tests {
             table.push(p);
             p *= w;
         }
-        let stages: Vec<u32> = if dif { (0..log_n).rev().collect() } else { (0..log_n).collect() };
+        let stages: Vec<u32> = if dif {
+            (0..log_n).rev().collect()
+        } else {
+            (0..log_n).collect()
+        };
         radix2_stages(a, log_n, &stages, dif, &|e| table[e as usize]);
     }
 
@@ -817,12 +1066,20 @@ mod tests {
             for inverse in [false, true] {
                 let a = random(&mut rng, n);
                 let dft: Vec<Scalar> = (0..n)
-                    .map(|k| (0..n).fold(Scalar::ZERO, |acc, i| acc + a[i] * root_pow(log_n, (i * k) as u64, inverse)))
+                    .map(|k| {
+                        (0..n).fold(Scalar::ZERO, |acc, i| {
+                            acc + a[i] * root_pow(log_n, (i * k) as u64, inverse)
+                        })
+                    })
                     .collect();
                 let mut dif = a.clone();
                 reference(&mut dif, log_n, true, inverse);
                 for k in 0..n {
-                    assert_eq!(dif[bitrev(k, log_n)], dft[k], "DIF 2^{log_n} inverse {inverse}");
+                    assert_eq!(
+                        dif[bitrev(k, log_n)],
+                        dft[k],
+                        "DIF 2^{log_n} inverse {inverse}"
+                    );
                 }
                 let mut dit: Vec<Scalar> = (0..n).map(|i| a[bitrev(i, log_n)]).collect();
                 reference(&mut dit, log_n, false, inverse);
@@ -839,7 +1096,10 @@ mod tests {
                     let mut seen = std::collections::HashSet::new();
                     for u in 0..(1u32 << (nb - w)) {
                         let e = scatter(u, p, w, nb);
-                        assert!(e < (1 << nb) && e & (((1 << w) - 1) << p) == 0, "nb {nb} w {w} p {p} u {u}: {e}");
+                        assert!(
+                            e < (1 << nb) && e & (((1 << w) - 1) << p) == 0,
+                            "nb {nb} w {w} p {p} u {u}: {e}"
+                        );
                         assert!(seen.insert(e));
                     }
                 }
@@ -860,13 +1120,28 @@ mod tests {
             let table = device_table(log_n);
             for dif in [true, false] {
                 for inverse in [false, true] {
-                    radix8_passes += plan(log_n, dif).iter().filter(|&&(b, t)| Pass { log_n, b, t, dif, inverse }.radix8()).count();
+                    radix8_passes += plan(log_n, dif)
+                        .iter()
+                        .filter(|&&(b, t)| {
+                            Pass {
+                                log_n,
+                                b,
+                                t,
+                                dif,
+                                inverse,
+                            }
+                            .radix8()
+                        })
+                        .count();
                     let a = random(&mut rng, n);
                     let mut want = a.clone();
                     reference(&mut want, log_n, dif, inverse);
                     let mut got = a;
                     ntt_v2(&mut got, &table, log_n, dif, inverse, &mut banks);
-                    assert!(got == want, "v2 model, 2^{log_n} dif {dif} inverse {inverse}");
+                    assert!(
+                        got == want,
+                        "v2 model, 2^{log_n} dif {dif} inverse {inverse}"
+                    );
                 }
             }
         }
@@ -888,16 +1163,34 @@ mod tests {
         for log_n in 16..=27u32 {
             for dif in [true, false] {
                 for (b, t) in plan(log_n, dif) {
-                    let pass = Pass { log_n, b, t, dif, inverse: false };
+                    let pass = Pass {
+                        log_n,
+                        b,
+                        t,
+                        dif,
+                        inverse: false,
+                    };
                     let (lg_l, lg_s) = (pass.lg_l(), pass.lg_s());
-                    assert!(lg_l <= b && b + t + lg_s <= log_n, "2^{log_n} ({b}, {t}): {lg_l} {lg_s}");
-                    assert_eq!(pass.radix8(), t >= 8, "2^{log_n} ({b}, {t}): lgL {lg_l} lgS {lg_s}");
+                    assert!(
+                        lg_l <= b && b + t + lg_s <= log_n,
+                        "2^{log_n} ({b}, {t}): {lg_l} {lg_s}"
+                    );
+                    assert_eq!(
+                        pass.radix8(),
+                        t >= 8,
+                        "2^{log_n} ({b}, {t}): lgL {lg_l} lgS {lg_s}"
+                    );
                 }
             }
         }
         // The passes of 2^27: (18, 9) with 2 low indices (no higher bits), (9, 9) and (0, 9)
         // with 2 groups; low indices first: 2 low indices in (9, 9) too.
-        let shapes = |g: bool| -> Vec<(u32, u32)> { plan(27, true).iter().map(|&(b, t)| v2_shape_of(27, b, t, g)).collect() };
+        let shapes = |g: bool| -> Vec<(u32, u32)> {
+            plan(27, true)
+                .iter()
+                .map(|&(b, t)| v2_shape_of(27, b, t, g))
+                .collect()
+        };
         assert_eq!(shapes(true), vec![(1, 0), (0, 1), (0, 1)]);
         assert_eq!(shapes(false), vec![(1, 0), (1, 0), (0, 1)]);
     }
@@ -910,12 +1203,22 @@ mod tests {
         // 2^18: no higher bits, so two low indices; 2^19: two groups of the higher bits.
         for (log_n, lg_l) in [(18, 1), (19, 0)] {
             for dif in [true, false] {
-                let pass = Pass { log_n, b: 9, t: 9, dif, inverse: false };
+                let pass = Pass {
+                    log_n,
+                    b: 9,
+                    t: 9,
+                    dif,
+                    inverse: false,
+                };
                 assert!(pass.radix8() && pass.elems() == 1024 && pass.lg_l() == lg_l);
                 let mut data = random(&mut rng, 1 << log_n);
                 let mut banks = Banks::default();
                 pass.run_block(&mut data, &PowTable::new(log_n), 5, Some(&mut banks));
-                assert!(banks.worst.values().all(|&d| d == 1), "2^{log_n}: {:?}", banks.worst);
+                assert!(
+                    banks.worst.values().all(|&d| d == 1),
+                    "2^{log_n}: {:?}",
+                    banks.worst
+                );
             }
         }
     }
@@ -932,22 +1235,35 @@ mod tests {
             for dif in [true, false] {
                 for inverse in [false, true] {
                     for (b, t) in plan(log_n, dif) {
-                        let pass = Pass { log_n, b, t, dif, inverse };
+                        let pass = Pass {
+                            log_n,
+                            b,
+                            t,
+                            dif,
+                            inverse,
+                        };
                         radix8 += usize::from(pass.radix8());
                         let blocks = pass.blocks();
-                        let mut picks = vec![0, 1, blocks - 1, blocks / 2 + 1, rng.next_u64() % blocks];
+                        let mut picks =
+                            vec![0, 1, blocks - 1, blocks / 2 + 1, rng.next_u64() % blocks];
                         picks.sort_unstable();
                         picks.dedup();
                         for blk in picks {
                             let idx = pass.block_elements(blk);
                             let vals = random(&mut rng, idx.len());
-                            let pos: HashMap<u64, usize> = idx.iter().enumerate().map(|(k, &g)| (g, k)).collect();
-                            let mut data: HashMap<u64, Scalar> = idx.iter().copied().zip(vals.iter().copied()).collect();
+                            let pos: HashMap<u64, usize> =
+                                idx.iter().enumerate().map(|(k, &g)| (g, k)).collect();
+                            let mut data: HashMap<u64, Scalar> =
+                                idx.iter().copied().zip(vals.iter().copied()).collect();
                             pass.run_block(&mut data, &table, blk, None);
                             let got: Vec<Scalar> = idx.iter().map(|g| data[g]).collect();
                             // Reference: the pass's global stages on the block's elements.
                             let mut want = vals;
-                            let stages: Vec<u32> = if dif { (b..b + t).rev().collect() } else { (b..b + t).collect() };
+                            let stages: Vec<u32> = if dif {
+                                (b..b + t).rev().collect()
+                            } else {
+                                (b..b + t).collect()
+                            };
                             for &s in &stages {
                                 let h = 1u64 << s;
                                 for (k, &g) in idx.iter().enumerate() {
@@ -955,7 +1271,8 @@ mod tests {
                                         continue;
                                     }
                                     let k2 = pos[&(g + h)];
-                                    let w = root_pow(log_n, (g & (h - 1)) << (log_n - s - 1), inverse);
+                                    let w =
+                                        root_pow(log_n, (g & (h - 1)) << (log_n - s - 1), inverse);
                                     let (x, y) = (want[k], want[k2]);
                                     if dif {
                                         want[k] = x + y;
@@ -967,7 +1284,10 @@ mod tests {
                                     }
                                 }
                             }
-                            assert!(got == want, "2^{log_n} pass ({b}, {t}) block {blk} dif {dif} inverse {inverse}");
+                            assert!(
+                                got == want,
+                                "2^{log_n} pass ({b}, {t}) block {blk} dif {dif} inverse {inverse}"
+                            );
                         }
                     }
                 }

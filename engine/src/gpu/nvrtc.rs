@@ -15,7 +15,12 @@ use super::sources::Module;
 
 /// Options given to NVRTC besides the architecture. `-Xptxas -v` puts registers, shared memory,
 /// stack frame and spills of every kernel into the compile log.
-const OPTIONS: [&str; 4] = ["--std=c++17", "--extra-device-vectorization", "--ptxas-options=-v", "-DCUZK_NVRTC=1"];
+const OPTIONS: [&str; 4] = [
+    "--std=c++17",
+    "--extra-device-vectorization",
+    "--ptxas-options=-v",
+    "-DCUZK_NVRTC=1",
+];
 
 /// A compiled module.
 #[derive(Clone, Debug)]
@@ -63,7 +68,9 @@ pub fn cache_dir() -> PathBuf {
 /// Extra NVRTC options from `CUZK_NVRTC_OPTIONS` (whitespace separated), for tuning runs such as
 /// `-DCUZK_G1_MIN_BLOCKS=5`; they are part of the cache key.
 fn extra_options() -> Vec<String> {
-    std::env::var("CUZK_NVRTC_OPTIONS").map(|v| v.split_whitespace().map(String::from).collect()).unwrap_or_default()
+    std::env::var("CUZK_NVRTC_OPTIONS")
+        .map(|v| v.split_whitespace().map(String::from).collect())
+        .unwrap_or_default()
 }
 
 fn cache_key(source: &str, arch: &str, version: (i32, i32)) -> String {
@@ -77,7 +84,11 @@ fn cache_key(source: &str, arch: &str, version: (i32, i32)) -> String {
     for o in extra_options() {
         h.update(o.as_bytes());
     }
-    h.finalize().iter().take(12).map(|b| format!("{b:02x}")).collect()
+    h.finalize()
+        .iter()
+        .take(12)
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Compiles `module` for `sm_{major}{minor}`, using the disk cache unless `use_cache` is false.
@@ -89,8 +100,20 @@ pub fn compile(module: Module, cc: (i32, i32), use_cache: bool) -> Result<Compil
     let path = cache_dir().join(format!("{}-{}-{}.cubin", module.name(), arch, key));
     if use_cache {
         match read_entry(&path) {
-            Entry::Good(cubin) => return Ok(Compiled { module, arch, cubin, log: String::new(), compile_secs: 0.0, from_cache: true }),
-            Entry::Damaged => log::warn!("kernel cache entry {} is damaged (checksum mismatch); compiling it again", path.display()),
+            Entry::Good(cubin) => {
+                return Ok(Compiled {
+                    module,
+                    arch,
+                    cubin,
+                    log: String::new(),
+                    compile_secs: 0.0,
+                    from_cache: true,
+                })
+            }
+            Entry::Damaged => log::warn!(
+                "kernel cache entry {} is damaged (checksum mismatch); compiling it again",
+                path.display()
+            ),
             Entry::Missing => {}
         }
     }
@@ -107,16 +130,40 @@ pub fn compile(module: Module, cc: (i32, i32), use_cache: bool) -> Result<Compil
             }
         }
     }
-    Ok(Compiled { module, arch, cubin, log, compile_secs, from_cache: false })
+    Ok(Compiled {
+        module,
+        arch,
+        cubin,
+        log,
+        compile_secs,
+        from_cache: false,
+    })
 }
 
 /// Compiles (or loads from the cache) each of `modules`, all at once, a thread each: NVRTC
 /// compiles separate programs concurrently, so a cold start costs about the slowest module rather
 /// than the sum of them. Results in the order of `modules`.
-pub fn compile_all(modules: &[Module], cc: (i32, i32), use_cache: bool) -> Vec<Result<Compiled, String>> {
+pub fn compile_all(
+    modules: &[Module],
+    cc: (i32, i32),
+    use_cache: bool,
+) -> Vec<Result<Compiled, String>> {
     std::thread::scope(|s| {
-        let threads: Vec<_> = modules.iter().map(|&m| (m, s.spawn(move || compile(m, cc, use_cache)))).collect();
-        threads.into_iter().map(|(m, t)| t.join().unwrap_or_else(|_| Err(format!("NVRTC module {}: the compiling thread panicked", m.name())))).collect()
+        let threads: Vec<_> = modules
+            .iter()
+            .map(|&m| (m, s.spawn(move || compile(m, cc, use_cache))))
+            .collect();
+        threads
+            .into_iter()
+            .map(|(m, t)| {
+                t.join().unwrap_or_else(|_| {
+                    Err(format!(
+                        "NVRTC module {}: the compiling thread panicked",
+                        m.name()
+                    ))
+                })
+            })
+            .collect()
     })
 }
 
@@ -129,7 +176,9 @@ enum Entry {
 
 /// A cache entry: the cubin, then the SHA-256 of the cubin (32 bytes).
 fn read_entry(path: &Path) -> Entry {
-    let Ok(mut data) = std::fs::read(path) else { return Entry::Missing };
+    let Ok(mut data) = std::fs::read(path) else {
+        return Entry::Missing;
+    };
     if data.len() <= 32 {
         return Entry::Damaged;
     }
@@ -145,7 +194,8 @@ fn nvrtc_cubin(module: Module, source: &str, arch: &str) -> Result<(Vec<u8>, Str
     let where_ = format!("NVRTC module {} for {arch}", module.name());
     let src = CString::new(source).map_err(|_| format!("{where_}: source contains a NUL byte"))?;
     let name = CString::new(format!("{}.cu", module.name())).map_err(|e| e.to_string())?;
-    let prog = nv::create_program(&src, Some(&name)).map_err(|e| format!("{where_}: create: {e:?}"))?;
+    let prog =
+        nv::create_program(&src, Some(&name)).map_err(|e| format!("{where_}: create: {e:?}"))?;
     let mut opts: Vec<String> = OPTIONS.iter().map(|s| s.to_string()).collect();
     opts.push(format!("--gpu-architecture={arch}"));
     opts.extend(extra_options());
@@ -153,7 +203,11 @@ fn nvrtc_cubin(module: Module, source: &str, arch: &str) -> Result<(Vec<u8>, Str
     let res = unsafe { nv::compile_program(prog, &opts) };
     let log = unsafe { nv::get_program_log(prog) }
         .map(|v| {
-            let bytes: Vec<u8> = v.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+            let bytes: Vec<u8> = v
+                .iter()
+                .take_while(|&&c| c != 0)
+                .map(|&c| c as u8)
+                .collect();
             String::from_utf8_lossy(&bytes).into_owned()
         })
         .unwrap_or_default();

@@ -60,7 +60,12 @@ fn jacobian<F: Field>(x: F, y: F, zz: F, zzz: F) -> Option<(F, F, F)> {
 
 /// A G1 point from the device's 192-byte XYZZ form.
 pub fn g1_from_xyzz(b: &[u8]) -> G1Projective {
-    match jacobian(fp(&b[0..48]), fp(&b[48..96]), fp(&b[96..144]), fp(&b[144..192])) {
+    match jacobian(
+        fp(&b[0..48]),
+        fp(&b[48..96]),
+        fp(&b[96..144]),
+        fp(&b[144..192]),
+    ) {
         None => G1Projective::identity(),
         Some((x, y, z)) => G1Projective::from_raw_unchecked(x, y, z),
     }
@@ -68,7 +73,12 @@ pub fn g1_from_xyzz(b: &[u8]) -> G1Projective {
 
 /// A G2 point from the device's 384-byte XYZZ form.
 pub fn g2_from_xyzz(b: &[u8]) -> G2Projective {
-    match jacobian(fp2(&b[0..96]), fp2(&b[96..192]), fp2(&b[192..288]), fp2(&b[288..384])) {
+    match jacobian(
+        fp2(&b[0..96]),
+        fp2(&b[96..192]),
+        fp2(&b[192..288]),
+        fp2(&b[288..384]),
+    ) {
         None => G2Projective::identity(),
         Some((x, y, z)) => G2Projective::from_raw_unchecked(x, y, z),
     }

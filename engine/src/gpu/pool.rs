@@ -13,12 +13,18 @@ fn default_pool(ctx: &CudaContext) -> Result<Option<sys::CUmemoryPool>> {
     if !ctx.has_async_alloc() {
         return Ok(None); // cudarc uses plain cuMemAlloc then; there is no pool to keep
     }
-    ctx.bind_to_thread().map_err(|e| backend_err(format!("binding GPU {}: {e:?}", ctx.ordinal())))?;
+    ctx.bind_to_thread()
+        .map_err(|e| backend_err(format!("binding GPU {}: {e:?}", ctx.ordinal())))?;
     let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
     // SAFETY: out-parameter for the device's default pool.
     unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device()) }
         .result()
-        .map_err(|e| backend_err(format!("default memory pool of GPU {}: {e:?}", ctx.ordinal())))?;
+        .map_err(|e| {
+            backend_err(format!(
+                "default memory pool of GPU {}: {e:?}",
+                ctx.ordinal()
+            ))
+        })?;
     Ok(Some(pool))
 }
 
@@ -27,30 +33,57 @@ fn default_pool(ctx: &CudaContext) -> Result<Option<sys::CUmemoryPool>> {
 /// copy stream may be made to wait for the kernel stream, which would serialise upload behind
 /// compute; the pool grows instead, within the VRAM budget).
 pub fn keep(ctx: &CudaContext) -> Result<()> {
-    let Some(pool) = default_pool(ctx)? else { return Ok(()) };
+    let Some(pool) = default_pool(ctx)? else {
+        return Ok(());
+    };
     let mut threshold: u64 = u64::MAX;
     // SAFETY: the attribute takes a pointer to a u64.
     unsafe {
-        sys::cuMemPoolSetAttribute(pool, sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &mut threshold as *mut u64 as *mut std::ffi::c_void)
+        sys::cuMemPoolSetAttribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            &mut threshold as *mut u64 as *mut std::ffi::c_void,
+        )
     }
     .result()
-    .map_err(|e| backend_err(format!("memory pool release threshold on GPU {}: {e:?}", ctx.ordinal())))?;
+    .map_err(|e| {
+        backend_err(format!(
+            "memory pool release threshold on GPU {}: {e:?}",
+            ctx.ordinal()
+        ))
+    })?;
     let mut no: i32 = 0;
     // SAFETY: the attribute takes a pointer to an int.
     unsafe {
-        sys::cuMemPoolSetAttribute(pool, sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES, &mut no as *mut i32 as *mut std::ffi::c_void)
+        sys::cuMemPoolSetAttribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
+            &mut no as *mut i32 as *mut std::ffi::c_void,
+        )
     }
     .result()
-    .map_err(|e| backend_err(format!("memory pool reuse policy on GPU {}: {e:?}", ctx.ordinal())))
+    .map_err(|e| {
+        backend_err(format!(
+            "memory pool reuse policy on GPU {}: {e:?}",
+            ctx.ordinal()
+        ))
+    })
 }
 
 /// Hands the pool's unused memory back to the device, keeping at most `keep_bytes` reserved.
 /// Memory freed on a stream returns to the pool only once the stream has passed the free, so
 /// callers synchronise first.
 pub fn trim(ctx: &CudaContext, keep_bytes: usize) -> Result<()> {
-    let Some(pool) = default_pool(ctx)? else { return Ok(()) };
+    let Some(pool) = default_pool(ctx)? else {
+        return Ok(());
+    };
     // SAFETY: a valid pool handle.
     unsafe { sys::cuMemPoolTrimTo(pool, keep_bytes) }
         .result()
-        .map_err(|e| backend_err(format!("trimming the memory pool of GPU {}: {e:?}", ctx.ordinal())))
+        .map_err(|e| {
+            backend_err(format!(
+                "trimming the memory pool of GPU {}: {e:?}",
+                ctx.ordinal()
+            ))
+        })
 }

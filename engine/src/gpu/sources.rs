@@ -29,7 +29,14 @@ pub enum Module {
 }
 
 impl Module {
-    pub const ALL: [Module; 6] = [Module::Arith, Module::Ntt, Module::H, Module::Msm, Module::BatchAdd, Module::Spmv];
+    pub const ALL: [Module; 6] = [
+        Module::Arith,
+        Module::Ntt,
+        Module::H,
+        Module::Msm,
+        Module::BatchAdd,
+        Module::Spmv,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -59,7 +66,10 @@ impl Module {
             Module::Ntt => ("ntt.cu", include_str!("../../../cuda-src/ntt.cu")),
             Module::H => ("h.cu", include_str!("../../../cuda-src/h.cu")),
             Module::Msm => ("msm.cu", include_str!("../../../cuda-src/msm.cu")),
-            Module::BatchAdd => ("batch_add.cu", include_str!("../../../cuda-src/batch_add.cu")),
+            Module::BatchAdd => (
+                "batch_add.cu",
+                include_str!("../../../cuda-src/batch_add.cu"),
+            ),
             Module::Spmv => ("spmv.cu", include_str!("../../../cuda-src/spmv.cu")),
         });
         parts

@@ -78,16 +78,33 @@ fn srs_key(srs: &Srs) -> (usize, usize, usize, [u8; 96]) {
     if let Some(p) = srs.h().first().or(srs.l().first()) {
         first.copy_from_slice(as_bytes(std::slice::from_ref(p)));
     }
-    (srs.h().as_ptr() as usize, srs.h().len(), srs.l().len(), first)
+    (
+        srs.h().as_ptr() as usize,
+        srs.h().len(),
+        srs.l().len(),
+        first,
+    )
 }
 
 impl PipelinedGpu {
     pub fn new(ordinal: usize) -> Result<Self> {
         let inner = GpuBackend::new(ordinal)?;
-        let copy = inner.device().ctx.new_stream().map_err(|e| backend_err(format!("copy stream on GPU {ordinal}: {e:?}")))?;
+        let copy = inner
+            .device()
+            .ctx
+            .new_stream()
+            .map_err(|e| backend_err(format!("copy stream on GPU {ordinal}: {e:?}")))?;
         let kernels = inner.device().fork()?;
         let readback = inner.device().fork()?;
-        Ok(PipelinedGpu { inner, copy, resident: Mutex::new(None), domains: Mutex::new(HashMap::new()), compute_lock: Mutex::new(()), kernels, readback })
+        Ok(PipelinedGpu {
+            inner,
+            copy,
+            resident: Mutex::new(None),
+            domains: Mutex::new(HashMap::new()),
+            compute_lock: Mutex::new(()),
+            kernels,
+            readback,
+        })
     }
 
     pub fn inner(&self) -> &GpuBackend {
@@ -97,29 +114,47 @@ impl PipelinedGpu {
     /// Uploads `bytes` on the copy stream (not waiting for the copies), from `src`.
     fn put(&self, bytes: &[u8], what: &str, src: &mut Src) -> Result<DevBuf> {
         // SAFETY: the whole allocation is written by the copies below before any read.
-        let mut s = unsafe { self.copy.alloc::<u8>(bytes.len().max(1)) }
-            .map_err(|e| backend_err(format!("allocating {} bytes for {what}: {e:?}", bytes.len())))?;
+        let mut s = unsafe { self.copy.alloc::<u8>(bytes.len().max(1)) }.map_err(|e| {
+            backend_err(format!(
+                "allocating {} bytes for {what}: {e:?}",
+                bytes.len()
+            ))
+        })?;
         match src {
             Src::Pinned => {
                 for (lo, hi) in copy_pieces(bytes.as_ptr() as usize, bytes.len()) {
                     let mut view = s.slice_mut(lo..hi);
-                    self.copy.memcpy_htod(&bytes[lo..hi], &mut view).map_err(|e| backend_err(format!("upload of {what} (bytes {lo}..{hi}): {e:?}")))?;
+                    self.copy
+                        .memcpy_htod(&bytes[lo..hi], &mut view)
+                        .map_err(|e| {
+                            backend_err(format!("upload of {what} (bytes {lo}..{hi}): {e:?}"))
+                        })?;
                 }
             }
             Src::Through { bufs, busy, next } => {
                 let busy = std::cell::RefCell::new(busy);
                 let wait = |i: usize| -> Result<()> {
                     if let Some(ev) = busy.borrow_mut()[i].take() {
-                        ev.synchronize().map_err(|e| backend_err(format!("upload of {what}: waiting for staging buffer {i}: {e:?}")))?;
+                        ev.synchronize().map_err(|e| {
+                            backend_err(format!(
+                                "upload of {what}: waiting for staging buffer {i}: {e:?}"
+                            ))
+                        })?;
                     }
                     Ok(())
                 };
                 let send = |i: usize, at: usize, piece: &[u8]| -> Result<()> {
                     let mut view = s.slice_mut(at..at + piece.len());
-                    self.copy
-                        .memcpy_htod(piece, &mut view)
-                        .map_err(|e| backend_err(format!("upload of {what} (bytes {at}..{}): {e:?}", at + piece.len())))?;
-                    let ev = self.copy.record_event(None).map_err(|e| backend_err(format!("upload of {what}: event: {e:?}")))?;
+                    self.copy.memcpy_htod(piece, &mut view).map_err(|e| {
+                        backend_err(format!(
+                            "upload of {what} (bytes {at}..{}): {e:?}",
+                            at + piece.len()
+                        ))
+                    })?;
+                    let ev = self
+                        .copy
+                        .record_event(None)
+                        .map_err(|e| backend_err(format!("upload of {what}: event: {e:?}")))?;
                     busy.borrow_mut()[i] = Some(ev);
                     Ok(())
                 };
@@ -130,8 +165,16 @@ impl PipelinedGpu {
     }
 
     fn put_split(&self, s: &Split, what: &str, src: &mut Src) -> Result<DeviceSplit> {
-        let ones = if s.ones.count_ones() > 0 { Some(self.put(as_bytes(s.ones.words()), what, src)?) } else { None };
-        Ok(DeviceSplit { tail: self.put(as_bytes(&s.tail), what, src)?, n: s.tail.len() as u64, ones })
+        let ones = if s.ones.count_ones() > 0 {
+            Some(self.put(as_bytes(s.ones.words()), what, src)?)
+        } else {
+            None
+        };
+        Ok(DeviceSplit {
+            tail: self.put(as_bytes(&s.tail), what, src)?,
+            n: s.tail.len() as u64,
+            ones,
+        })
     }
 
     /// Uploads a partition's inputs on the copy stream and waits for the copies, also when one
@@ -153,7 +196,12 @@ impl PipelinedGpu {
         }
         let n = p.a.len();
         if n < 2 || !n.is_power_of_two() || p.b.len() != n || p.c.len() != n {
-            return Err(backend_err(format!("stage: a, b, c have {}, {}, {} elements; need one power of two ≥ 2", n, p.b.len(), p.c.len())));
+            return Err(backend_err(format!(
+                "stage: a, b, c have {}, {}, {} elements; need one power of two ≥ 2",
+                n,
+                p.b.len(),
+                p.c.len()
+            )));
         }
         let on = OnDevice {
             a: self.put(as_bytes(&p.a), "a", src)?,
@@ -166,14 +214,23 @@ impl PipelinedGpu {
         };
         // The copies are done when this returns: compute (another stream) may read them, and the
         // caller may unpin and free the host buffers (or reuse the staging buffers).
-        self.copy.synchronize().map_err(|e| backend_err(format!("copy stream: {e:?}")))?;
-        Ok(Staged { index: p.index, public_inputs: p.public_inputs.clone(), payload: Box::new(on) })
+        self.copy
+            .synchronize()
+            .map_err(|e| backend_err(format!("copy stream: {e:?}")))?;
+        Ok(Staged {
+            index: p.index,
+            public_inputs: p.public_inputs.clone(),
+            payload: Box::new(on),
+        })
     }
 
     /// The SRS's bases on the device, uploaded on first use (one parameter set at a time).
     fn resident(&self, srs: &Srs) -> Result<Arc<Resident>> {
         let key = srs_key(srs);
-        let mut slot = self.resident.lock().map_err(|_| backend_err("resident SRS cache poisoned"))?;
+        let mut slot = self
+            .resident
+            .lock()
+            .map_err(|_| backend_err("resident SRS cache poisoned"))?;
         if let Some(r) = slot.as_ref().filter(|r| r.key == key) {
             return Ok(r.clone());
         }
@@ -202,7 +259,10 @@ impl PipelinedGpu {
     }
 
     fn domain(&self, log_n: u32) -> Result<Arc<HDomain>> {
-        let mut d = self.domains.lock().map_err(|_| backend_err("domain cache poisoned"))?;
+        let mut d = self
+            .domains
+            .lock()
+            .map_err(|_| backend_err("domain cache poisoned"))?;
         if let Some(x) = d.get(&log_n) {
             return Ok(x.clone());
         }
@@ -219,7 +279,10 @@ const STAGING_BYTES: usize = COPY_PIECE;
 
 /// Threads that fill a staging buffer on the host.
 fn copy_threads() -> usize {
-    std::thread::available_parallelism().map(|n| n.get() / 2).unwrap_or(1).clamp(1, 8)
+    std::thread::available_parallelism()
+        .map(|n| n.get() / 2)
+        .unwrap_or(1)
+        .clamp(1, 8)
 }
 
 /// Where `stage` copies from: the partition's own buffers (pinned by the caller, each copy
@@ -227,7 +290,11 @@ fn copy_threads() -> usize {
 /// reading buffer i).
 enum Src<'s, 'b> {
     Pinned,
-    Through { bufs: &'s mut [&'b mut [u8]], busy: Vec<Option<cudarc::driver::CudaEvent>>, next: usize },
+    Through {
+        bufs: &'s mut [&'b mut [u8]],
+        busy: Vec<Option<cudarc::driver::CudaEvent>>,
+        next: usize,
+    },
 }
 
 /// The pieces `[lo, hi)` (offsets into a buffer at host address `addr` of `len` bytes) a copy is
@@ -246,7 +313,9 @@ pub fn copy_pieces(addr: usize, len: usize) -> Vec<(usize, usize)> {
     cuts.retain(|&c| c >= addr && c <= end);
     cuts.sort_unstable();
     cuts.dedup();
-    cuts.windows(2).map(|w| (w[0] - addr, w[1] - addr)).collect()
+    cuts.windows(2)
+        .map(|w| (w[0] - addr, w[1] - addr))
+        .collect()
 }
 
 /// Waits for the kernel stream when dropped, unless disarmed: on a way out of `compute` with some
@@ -284,7 +353,9 @@ impl Drop for Pending {
 
 fn check(what: &str, bases: usize, scalars: u64) -> Result<()> {
     if bases as u64 != scalars {
-        return Err(backend_err(format!("{what}: the parameters have {bases} bases, the partition {scalars} scalars")));
+        return Err(backend_err(format!(
+            "{what}: the parameters have {bases} bases, the partition {scalars} scalars"
+        )));
     }
     Ok(())
 }
@@ -323,20 +394,39 @@ impl Backend for PipelinedGpu {
 
     fn stage_through(&self, p: &Prepared, staging: &mut [&mut [u8]]) -> Result<Staged> {
         let busy = (0..staging.len()).map(|_| None).collect();
-        self.stage_from(p, &mut Src::Through { bufs: staging, busy, next: 0 })
+        self.stage_from(
+            p,
+            &mut Src::Through {
+                bufs: staging,
+                busy,
+                next: 0,
+            },
+        )
     }
 
     fn compute(&self, srs: &Srs, staged: Staged, t: &mut Timings) -> Result<Computed> {
         self.compute_then(srs, staged, t, &mut || {})
     }
 
-    fn compute_then(&self, srs: &Srs, staged: Staged, t: &mut Timings, launched: &mut dyn FnMut()) -> Result<Computed> {
-        let Staged { index, public_inputs, payload } = staged;
+    fn compute_then(
+        &self,
+        srs: &Srs,
+        staged: Staged,
+        t: &mut Timings,
+        launched: &mut dyn FnMut(),
+    ) -> Result<Computed> {
+        let Staged {
+            index,
+            public_inputs,
+            payload,
+        } = staged;
         let on = match payload.downcast::<OnDevice>() {
             Ok(on) => *on,
             // Staged on the host (e.g. by a caller that skipped `stage`): the heavy steps one by one.
             Err(other) => {
-                let p = other.downcast::<Prepared>().map_err(|_| backend_err("partition was staged by another backend"))?;
+                let p = other
+                    .downcast::<Prepared>()
+                    .map_err(|_| backend_err("partition was staged by another backend"))?;
                 let sums = crate::backend::run_steps(self, srs, *p, t);
                 launched();
                 return Ok(Computed::on_host(index, public_inputs, sums?));
@@ -346,11 +436,17 @@ impl Backend for PipelinedGpu {
         // Queue every kernel of the partition on the kernel stream, under the lock; nothing here
         // waits for the GPU (but the first use of an SRS or a domain size).
         let pending = {
-            let _g = self.compute_lock.lock().map_err(|_| backend_err("compute lock poisoned"))?;
+            let _g = self
+                .compute_lock
+                .lock()
+                .map_err(|_| backend_err("compute lock poisoned"))?;
             let r = self.resident(srs)?;
             let n = 1u64 << on.log_n;
             if srs.h().len() as u64 != n - 1 {
-                return Err(backend_err(format!("the partition's domain is {n}; the parameters' h has {} points", srs.h().len())));
+                return Err(backend_err(format!(
+                    "the partition's domain is {n}; the parameters' h has {} points",
+                    srs.h().len()
+                )));
             }
             check("l", srs.l().len(), on.l.n)?;
             check("a", srs.a().len(), on.a_query.n)?;
@@ -364,7 +460,12 @@ impl Backend for PipelinedGpu {
             marks.push(("ntt_h", dev.mark()?));
             let h = QueuedMsm::queue(dev, Curve::G1, &r.h, &on.b, n - 1)?;
             marks.push(("msm_h", dev.mark()?));
-            let mut g1 = |bases: &DevBuf, s: &DeviceSplit, curve: Curve, tail: &'static str, ones: &'static str| -> Result<Queued> {
+            let mut g1 = |bases: &DevBuf,
+                          s: &DeviceSplit,
+                          curve: Curve,
+                          tail: &'static str,
+                          ones: &'static str|
+             -> Result<Queued> {
                 let msm = QueuedMsm::queue(dev, curve, bases, &s.tail, s.n)?;
                 marks.push((tail, dev.mark()?));
                 let sum = match &s.ones {
@@ -380,30 +481,61 @@ impl Backend for PipelinedGpu {
             let b_g2 = g1(&r.b_g2, &on.b_query, Curve::G2, "b_g2_msm", "b_g2_msm")?;
             let end = dev.mark()?;
             quiet.1 = false;
-            Pending { end, marks, sums: Some((h, l, a, b_g1, b_g2)), _inputs: on, _resident: r, _domain: d }
+            Pending {
+                end,
+                marks,
+                sums: Some((h, l, a, b_g1, b_g2)),
+                _inputs: on,
+                _resident: r,
+                _domain: d,
+            }
         };
         // The next partition's kernels queue behind these on the same stream: the GPU runs one
         // partition at a time, with no gap between them.
         launched();
-        Ok(Computed { index, public_inputs, holds_device: true, payload: Box::new(pending) })
+        Ok(Computed {
+            index,
+            public_inputs,
+            holds_device: true,
+            payload: Box::new(pending),
+        })
     }
 
     fn collect(&self, c: Computed, t: &mut Timings) -> Result<Sums> {
         let mut p = match c.payload.downcast::<Pending>() {
             Ok(p) => p,
-            Err(other) => return other.downcast::<Sums>().map(|s| *s).map_err(|_| backend_err("partition was computed by another backend")),
+            Err(other) => {
+                return other
+                    .downcast::<Sums>()
+                    .map(|s| *s)
+                    .map_err(|_| backend_err("partition was computed by another backend"))
+            }
         };
-        p.end.context().bind_to_thread().map_err(|e| backend_err(format!("binding the GPU's context: {e:?}")))?;
-        p.end.synchronize().map_err(|e| backend_err(format!("waiting for the partition's kernels: {e:?}")))?;
+        p.end
+            .context()
+            .bind_to_thread()
+            .map_err(|e| backend_err(format!("binding the GPU's context: {e:?}")))?;
+        p.end
+            .synchronize()
+            .map_err(|e| backend_err(format!("waiting for the partition's kernels: {e:?}")))?;
         // The steps as the GPU ran them, on the host clock.
         let k = &self.kernels;
         for w in p.marks.windows(2) {
             t.span(w[1].0, k.host_time(&w[0].1)?, k.host_time(&w[1].1)?);
         }
         let read_back = Instant::now();
-        let (h, l, a, b_g1, b_g2) = p.sums.take().ok_or_else(|| backend_err("partition collected twice"))?;
+        let (h, l, a, b_g1, b_g2) = p
+            .sums
+            .take()
+            .ok_or_else(|| backend_err("partition collected twice"))?;
         let dev = &self.readback;
-        let sums = Sums { h: QueuedMsm::g1(h, dev)?, l: l.g1(dev)?, a: a.g1(dev)?, b_g1: b_g1.g1(dev)?, b_g2: b_g2.g2(dev)? };
+        let sums = Sums {
+            h: QueuedMsm::g1(h, dev)?,
+            l: l.g1(dev)?,
+            a: a.g1(dev)?,
+            b_g1: b_g1.g1(dev)?,
+            b_g2: b_g2.g2(dev)?,
+        };
         t.span("dtoh", read_back, Instant::now());
         Ok(sums)
     }
@@ -439,7 +571,14 @@ mod tests {
 
     #[test]
     fn copy_pieces_cover_the_buffer_and_never_cross_a_page_or_piece_boundary_inside() {
-        for (addr, len) in [(0x1000_0010usize, 300_000_000usize), (4096, 4096), (100, 10), (COPY_PIECE - 5, 10), (0, 0), (7, COPY_PIECE * 3)] {
+        for (addr, len) in [
+            (0x1000_0010usize, 300_000_000usize),
+            (4096, 4096),
+            (100, 10),
+            (COPY_PIECE - 5, 10),
+            (0, 0),
+            (7, COPY_PIECE * 3),
+        ] {
             let p = copy_pieces(addr, len);
             let mut at = 0;
             for &(lo, hi) in &p {
@@ -448,14 +587,26 @@ mod tests {
                 at = hi;
                 let (a, b) = (addr + lo, addr + hi);
                 // Within one COPY_PIECE block, and either within one page or page-aligned inside.
-                assert_eq!(a / COPY_PIECE, (b - 1) / COPY_PIECE, "piece {a:#x}..{b:#x} crosses a piece boundary");
+                assert_eq!(
+                    a / COPY_PIECE,
+                    (b - 1) / COPY_PIECE,
+                    "piece {a:#x}..{b:#x} crosses a piece boundary"
+                );
                 let first_page = a / 4096 == addr / 4096;
                 let last_page = (b - 1) / 4096 == (addr + len - 1) / 4096;
                 if first_page && a % 4096 != 0 {
-                    assert_eq!(a / 4096, (b - 1) / 4096, "the head piece leaves the buffer's first page");
+                    assert_eq!(
+                        a / 4096,
+                        (b - 1) / 4096,
+                        "the head piece leaves the buffer's first page"
+                    );
                 }
                 if last_page && b % 4096 != 0 && !(first_page && a / 4096 == (b - 1) / 4096) {
-                    assert_eq!(a / 4096, (b - 1) / 4096, "the tail piece starts before the buffer's last page");
+                    assert_eq!(
+                        a / 4096,
+                        (b - 1) / 4096,
+                        "the tail piece starts before the buffer's last page"
+                    );
                 }
             }
             assert_eq!(at, len);

@@ -41,7 +41,12 @@ pub struct RecordOptions {
 
 impl Default for RecordOptions {
     fn default() -> Self {
-        RecordOptions { enabled: true, check_every: 64, sample_rows: 1024, files: true }
+        RecordOptions {
+            enabled: true,
+            check_every: 64,
+            sample_rows: 1024,
+            files: true,
+        }
     }
 }
 
@@ -87,7 +92,13 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 fn fits(rec: &Recording, b: &ParamsBinding) -> bool {
     let c = rec.counts();
     let [a, b_in, b_aux] = rec.densities();
-    let want = [c.rows().next_power_of_two(), c.inputs, c.aux, c.inputs + a.count_ones(), b_in.count_ones() + b_aux.count_ones()];
+    let want = [
+        c.rows().next_power_of_two(),
+        c.inputs,
+        c.aux,
+        c.inputs + a.count_ones(),
+        b_in.count_ones() + b_aux.count_ones(),
+    ];
     want.map(|n| n as u64) == b.counts
 }
 
@@ -104,14 +115,20 @@ impl RecordingCache {
 
     /// The options of [`RecordingCache::synthesize_default`] (an engine sets them from its config).
     pub fn options(&self) -> RecordOptions {
-        self.options.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.options
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
     pub fn set_options(&self, o: RecordOptions) {
         *self.options.write().unwrap_or_else(|e| e.into_inner()) = o;
     }
 
     fn slot(&self, key: &str, b: &ParamsBinding) -> Arc<Slot> {
-        lock(&self.slots).entry((key.to_string(), b.clone())).or_default().clone()
+        lock(&self.slots)
+            .entry((key.to_string(), b.clone()))
+            .or_default()
+            .clone()
     }
 
     /// The recording held for circuit `key` against `srs`, if any.
@@ -120,7 +137,12 @@ impl RecordingCache {
     }
 
     /// Holds `rec` (made for `srs`, see [`Recording::check_params`]) for later proofs.
-    pub fn insert(&self, key: &str, srs: &Srs, rec: Recording) -> Result<Arc<Recording>, EngineError> {
+    pub fn insert(
+        &self,
+        key: &str,
+        srs: &Srs,
+        rec: Recording,
+    ) -> Result<Arc<Recording>, EngineError> {
         let b = ParamsBinding::of(srs);
         rec.check_params(&b)?;
         let rec = Arc::new(rec);
@@ -130,7 +152,13 @@ impl RecordingCache {
 
     /// Synthesizes partition `index` from the recording of its circuit type against `srs`
     /// (recording it first when there is none in memory or in its file).
-    pub fn synthesize<C: Circuit<Scalar>>(&self, srs: &Srs, circuit: C, index: usize, opts: &RecordOptions) -> Result<Synthesized, EngineError> {
+    pub fn synthesize<C: Circuit<Scalar>>(
+        &self,
+        srs: &Srs,
+        circuit: C,
+        index: usize,
+        opts: &RecordOptions,
+    ) -> Result<Synthesized, EngineError> {
         let key = std::any::type_name::<C>();
         let binding = ParamsBinding::of(srs);
         let slot = self.slot(key, &binding);
@@ -139,9 +167,16 @@ impl RecordingCache {
         let (rec, source) = match held {
             Some(rec) => (rec, Source::Memory),
             None => {
-                let path = if opts.files { file::recording_path(srs, key) } else { None };
+                let path = if opts.files {
+                    file::recording_path(srs, key)
+                } else {
+                    None
+                };
                 let mut rebuilt = None;
-                if let Some(p) = path.as_ref().filter(|_| !slot.loading.swap(true, Ordering::AcqRel)) {
+                if let Some(p) = path
+                    .as_ref()
+                    .filter(|_| !slot.loading.swap(true, Ordering::AcqRel))
+                {
                     match file::open(p, key, &binding) {
                         Ok(rec) => {
                             let rec = Arc::new(rec);
@@ -169,7 +204,10 @@ impl RecordingCache {
                         *held = Some(Arc::new(rec));
                     }
                 }
-                return Ok(Synthesized { assignment: asg, source: Source::Recorded { rebuilt } });
+                return Ok(Synthesized {
+                    assignment: asg,
+                    source: Source::Recorded { rebuilt },
+                });
             }
         };
         self.from_held(&rec, circuit, index, n, opts, source)
@@ -177,48 +215,97 @@ impl RecordingCache {
 
     /// Proof `n` of a shape from its recording: witness-only, or every `check_every`-th a full
     /// synthesis compared with it.
-    fn from_held<C: Circuit<Scalar>>(&self, rec: &Recording, circuit: C, index: usize, n: u64, opts: &RecordOptions, source: Source) -> Result<Synthesized, EngineError> {
+    fn from_held<C: Circuit<Scalar>>(
+        &self,
+        rec: &Recording,
+        circuit: C,
+        index: usize,
+        n: u64,
+        opts: &RecordOptions,
+        source: Source,
+    ) -> Result<Synthesized, EngineError> {
         if opts.check_every > 0 && (n + 1).is_multiple_of(opts.check_every) {
             let (fresh, values) = record(circuit, true, index)?;
             if let Some(d) = rec.first_difference(&fresh) {
-                return Err(EngineError::RecordingMismatch { circuit: index, what: format!("a full synthesis differs from the recording: {d}") });
+                return Err(EngineError::RecordingMismatch {
+                    circuit: index,
+                    what: format!("a full synthesis differs from the recording: {d}"),
+                });
             }
-            return Ok(Synthesized { assignment: fresh.assignment(values.unwrap_or_default(), index)?, source: Source::Checked });
+            return Ok(Synthesized {
+                assignment: fresh.assignment(values.unwrap_or_default(), index)?,
+                source: Source::Checked,
+            });
         }
         let every = opts.sample_rows;
-        let phase = if every > 0 { (n as usize).wrapping_mul(2_654_435_761) % every } else { 0 };
+        let phase = if every > 0 {
+            (n as usize).wrapping_mul(2_654_435_761) % every
+        } else {
+            0
+        };
         let values = witness(rec, circuit, index, every, phase)?;
-        Ok(Synthesized { assignment: rec.assignment(values, index)?, source })
+        Ok(Synthesized {
+            assignment: rec.assignment(values, index)?,
+            source,
+        })
     }
 
     /// The partitions of a batch, in parallel (as `synth::synthesize_batch`).
-    pub fn synthesize_batch<C: Circuit<Scalar> + Send>(&self, srs: &Srs, circuits: Vec<C>, opts: &RecordOptions) -> Result<Vec<Assignment>, EngineError> {
-        circuits.into_par_iter().enumerate().map(|(i, c)| self.synthesize(srs, c, i, opts).map(|s| s.assignment)).collect()
+    pub fn synthesize_batch<C: Circuit<Scalar> + Send>(
+        &self,
+        srs: &Srs,
+        circuits: Vec<C>,
+        opts: &RecordOptions,
+    ) -> Result<Vec<Assignment>, EngineError> {
+        circuits
+            .into_par_iter()
+            .enumerate()
+            .map(|(i, c)| self.synthesize(srs, c, i, opts).map(|s| s.assignment))
+            .collect()
     }
 }
 
 /// One partition on the default path of the process: recorded through
 /// [`RecordingCache::global`] unless its options turn it off, else `synth::synthesize`.
-pub fn synthesize_default<C: Circuit<Scalar>>(srs: &Srs, circuit: C, index: usize, hint: Shape) -> Result<Assignment, EngineError> {
+pub fn synthesize_default<C: Circuit<Scalar>>(
+    srs: &Srs,
+    circuit: C,
+    index: usize,
+    hint: Shape,
+) -> Result<Assignment, EngineError> {
     let cache = RecordingCache::global();
     let opts = cache.options();
     if !opts.enabled {
-        return synthesize(circuit, hint).map_err(|source| EngineError::Synthesis { circuit: index, source });
+        return synthesize(circuit, hint).map_err(|source| EngineError::Synthesis {
+            circuit: index,
+            source,
+        });
     }
-    cache.synthesize(srs, circuit, index, &opts).map(|s| s.assignment)
+    cache
+        .synthesize(srs, circuit, index, &opts)
+        .map(|s| s.assignment)
 }
 
 /// Records `circuit` (a blank one will do: no value is computed) against `srs` and writes the
 /// file where proofs will look for it, ahead of the first proof (for a CLI command). Returns
 /// the path.
-pub fn build_file<C: Circuit<Scalar>>(srs: &Srs, circuit: C) -> Result<std::path::PathBuf, EngineError> {
+pub fn build_file<C: Circuit<Scalar>>(
+    srs: &Srs,
+    circuit: C,
+) -> Result<std::path::PathBuf, EngineError> {
     let key = std::any::type_name::<C>();
-    let path = file::recording_path(srs, key)
-        .ok_or_else(|| EngineError::Recording { what: format!("{} has no decode cache to keep a recording beside", srs.path().display()) })?;
+    let path = file::recording_path(srs, key).ok_or_else(|| EngineError::Recording {
+        what: format!(
+            "{} has no decode cache to keep a recording beside",
+            srs.path().display()
+        ),
+    })?;
     let binding = ParamsBinding::of(srs);
     let (rec, _) = record(circuit, false, 0)?;
     if !fits(&rec, &binding) {
-        return Err(EngineError::Recording { what: format!("{key}'s recording does not fit the parameters {binding}") });
+        return Err(EngineError::Recording {
+            what: format!("{key}'s recording does not fit the parameters {binding}"),
+        });
     }
     file::save(&rec, &path, key, &binding)?;
     Ok(path)

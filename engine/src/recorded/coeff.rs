@@ -79,7 +79,11 @@ pub fn accumulate(acc: &mut Scalar, v: Scalar, code: u32, table: &[Scalar]) {
         }
         c => {
             let k = c & SMALL_MAX;
-            let t = if k == 2 { v.double() } else { v * small_scalar(k) };
+            let t = if k == 2 {
+                v.double()
+            } else {
+                v * small_scalar(k)
+            };
             if c & NEG != 0 {
                 *acc -= t
             } else {
@@ -94,7 +98,9 @@ pub fn accumulate(acc: &mut Scalar, v: Scalar, code: u32, table: &[Scalar]) {
 fn small_scalar(k: u32) -> Scalar {
     static SMALL: OnceLock<Vec<Scalar>> = OnceLock::new();
     let t = SMALL.get_or_init(|| (0..1024u64).map(Scalar::from).collect());
-    t.get(k as usize).copied().unwrap_or_else(|| Scalar::from(k as u64))
+    t.get(k as usize)
+        .copied()
+        .unwrap_or_else(|| Scalar::from(k as u64))
 }
 
 /// Whether a code is well formed for a table of `table_len` entries.

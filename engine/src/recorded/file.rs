@@ -45,15 +45,29 @@ impl ParamsBinding {
         let mut vk = Vec::new();
         // Writing into a Vec cannot fail.
         let _ = srs.vk().write(&mut vk);
-        let counts = [srs.domain_size(), srs.num_inputs(), srs.l().len(), srs.a().len(), srs.b_g1().len()].map(|n| n as u64);
-        ParamsBinding { vk_hash: Sha256::digest(&vk).into(), counts }
+        let counts = [
+            srs.domain_size(),
+            srs.num_inputs(),
+            srs.l().len(),
+            srs.a().len(),
+            srs.b_g1().len(),
+        ]
+        .map(|n| n as u64);
+        ParamsBinding {
+            vk_hash: Sha256::digest(&vk).into(),
+            counts,
+        }
     }
 }
 
 impl fmt::Display for ParamsBinding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let [n, i, l, a, b] = self.counts;
-        write!(f, "vk {} (domain {n}, {i} inputs, l {l}, a {a}, b {b})", hex(&self.vk_hash[..8]))
+        write!(
+            f,
+            "vk {} (domain {n}, {i} inputs, l {l}, a {a}, b {b})",
+            hex(&self.vk_hash[..8])
+        )
     }
 }
 
@@ -90,7 +104,10 @@ pub fn recording_path(srs: &Srs, key: &str) -> Option<PathBuf> {
         Origin::InMemory { .. } => return None,
     };
     let mut name = cache.file_name()?.to_os_string();
-    name.push(format!(".rec-{}", hex(&Sha256::digest(key.as_bytes())[..8])));
+    name.push(format!(
+        ".rec-{}",
+        hex(&Sha256::digest(key.as_bytes())[..8])
+    ));
     Some(cache.with_file_name(name))
 }
 
@@ -101,7 +118,18 @@ fn header(rec: &Recording, key: &str, binding: &ParamsBinding) -> Vec<u8> {
     h[8..12].copy_from_slice(&VERSION.to_le_bytes());
     h[16..48].copy_from_slice(&Sha256::digest(key.as_bytes()));
     h[48..80].copy_from_slice(&binding.vk_hash);
-    let counts = [c.inputs, c.aux, c.circuit_rows, c.nnz[0], c.nnz[1], c.nnz[2], c.table, c.marks, c.names].map(|n| n as u64);
+    let counts = [
+        c.inputs,
+        c.aux,
+        c.circuit_rows,
+        c.nnz[0],
+        c.nnz[1],
+        c.nnz[2],
+        c.table,
+        c.marks,
+        c.names,
+    ]
+    .map(|n| n as u64);
     for (i, n) in binding.counts.iter().chain(&counts).enumerate() {
         h[80 + 8 * i..88 + 8 * i].copy_from_slice(&n.to_le_bytes());
     }
@@ -119,8 +147,16 @@ fn checksum(h: &[u8], image: &[u64], s: &Sections) -> [u8; 32] {
 }
 
 /// Writes `rec` to `path` through a temporary file and a rename.
-pub fn save(rec: &Recording, path: &Path, key: &str, binding: &ParamsBinding) -> Result<(), EngineError> {
-    let io = |e: std::io::Error| EngineError::RecordingFile { path: path.into(), what: e.to_string() };
+pub fn save(
+    rec: &Recording,
+    path: &Path,
+    key: &str,
+    binding: &ParamsBinding,
+) -> Result<(), EngineError> {
+    let io = |e: std::io::Error| EngineError::RecordingFile {
+        path: path.into(),
+        what: e.to_string(),
+    };
     let mut tmp = path.as_os_str().to_os_string();
     tmp.push(format!(".tmp.{}", std::process::id()));
     let tmp = PathBuf::from(tmp);
@@ -140,45 +176,82 @@ pub fn save(rec: &Recording, path: &Path, key: &str, binding: &ParamsBinding) ->
 /// Maps the recording at `path` and checks it is whole, current, of circuit `key` and made for
 /// the parameters `expected`.
 pub fn open(path: &Path, key: &str, expected: &ParamsBinding) -> Result<Recording, OpenError> {
-    let file = File::open(path).map_err(|e| if e.kind() == std::io::ErrorKind::NotFound { OpenError::Missing } else { OpenError::Io(e.to_string()) })?;
+    let file = File::open(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            OpenError::Missing
+        } else {
+            OpenError::Io(e.to_string())
+        }
+    })?;
     // SAFETY: recordings are only ever replaced by rename, never written in place.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| OpenError::Io(e.to_string()))?;
     let damaged = |w: String| OpenError::Damaged(w);
     if map.len() < HEADER || &map[0..8] != MAGIC {
-        return Err(damaged(format!("{} bytes without a recording header", map.len())));
+        return Err(damaged(format!(
+            "{} bytes without a recording header",
+            map.len()
+        )));
     }
     let u64_at = |o: usize| u64::from_le_bytes(map[o..o + 8].try_into().unwrap_or_default());
     let version = u32::from_le_bytes(map[8..12].try_into().unwrap_or_default());
     if version != VERSION {
-        return Err(OpenError::Stale(format!("format version {version}, this build reads {VERSION}")));
+        return Err(OpenError::Stale(format!(
+            "format version {version}, this build reads {VERSION}"
+        )));
     }
     let n: Vec<u64> = (0..9).map(|i| u64_at(120 + 8 * i)).collect();
     if n.iter().any(|&x| x >= COUNT_MAX) {
         return Err(damaged("a count in the header is out of range".into()));
     }
     let u = |i: usize| n[i] as usize;
-    let counts = Counts { inputs: u(0), aux: u(1), circuit_rows: u(2), nnz: [u(3), u(4), u(5)], table: u(6), marks: u(7), names: u(8) };
+    let counts = Counts {
+        inputs: u(0),
+        aux: u(1),
+        circuit_rows: u(2),
+        nnz: [u(3), u(4), u(5)],
+        table: u(6),
+        marks: u(7),
+        names: u(8),
+    };
     let sections = Sections::of(&counts);
     let want = HEADER as u64 + 8 * sections.total() as u64;
     if map.len() as u64 != want {
-        return Err(damaged(format!("{} bytes, its header describes {want} (truncated?)", map.len())));
+        return Err(damaged(format!(
+            "{} bytes, its header describes {want} (truncated?)",
+            map.len()
+        )));
     }
     let image = bytes_as_words(&map[HEADER..]);
     if checksum(&map, image, &sections)[..] != map[224..256] {
         return Err(damaged("header checksum does not match".into()));
     }
     if map[16..48] != Sha256::digest(key.as_bytes())[..] {
-        return Err(OpenError::Stale(format!("recorded for another circuit than {key}")));
+        return Err(OpenError::Stale(format!(
+            "recorded for another circuit than {key}"
+        )));
     }
     let mut vk_hash = [0u8; 32];
     vk_hash.copy_from_slice(&map[48..80]);
-    let found = ParamsBinding { vk_hash, counts: std::array::from_fn(|i| u64_at(80 + 8 * i)) };
+    let found = ParamsBinding {
+        vk_hash,
+        counts: std::array::from_fn(|i| u64_at(80 + 8 * i)),
+    };
     if found != *expected {
-        return Err(OpenError::OtherParams(format!("recorded for {found}, the parameters are {expected}")));
+        return Err(OpenError::OtherParams(format!(
+            "recorded for {found}, the parameters are {expected}"
+        )));
     }
     let mut hash = [0u8; 32];
     hash.copy_from_slice(&map[192..224]);
-    let rec = Recording::from_store(Store::Mapped { map, offset: HEADER }, counts, Some(&hash)).map_err(|e| damaged(e.to_string()))?;
+    let rec = Recording::from_store(
+        Store::Mapped {
+            map,
+            offset: HEADER,
+        },
+        counts,
+        Some(&hash),
+    )
+    .map_err(|e| damaged(e.to_string()))?;
     Ok(rec.bind(key, found))
 }
 
@@ -186,8 +259,13 @@ pub fn open(path: &Path, key: &str, expected: &ParamsBinding) -> Result<Recordin
 /// missing, damaged, stale or made for other parameters.
 pub fn open_for(path: &Path, key: &str, srs: &Srs) -> Result<Recording, EngineError> {
     open(path, key, &ParamsBinding::of(srs)).map_err(|e| match e {
-        OpenError::OtherParams(what) => EngineError::RecordingParams { what: format!("{} was made for other parameters: {what}", path.display()) },
-        e => EngineError::RecordingFile { path: path.into(), what: e.to_string() },
+        OpenError::OtherParams(what) => EngineError::RecordingParams {
+            what: format!("{} was made for other parameters: {what}", path.display()),
+        },
+        e => EngineError::RecordingFile {
+            path: path.into(),
+            what: e.to_string(),
+        },
     })
 }
 

@@ -28,7 +28,11 @@ impl Recording {
                 let mut acc = Scalar::ZERO;
                 for &e in &ent[ptr[r] as usize..ptr[r + 1] as usize] {
                     let col = (e & 0xffff_ffff) as usize;
-                    let v = if col < n_in { inputs[col] } else { aux[col - n_in] };
+                    let v = if col < n_in {
+                        inputs[col]
+                    } else {
+                        aux[col - n_in]
+                    };
                     coeff::accumulate(&mut acc, v, (e >> 32) as u32, table);
                 }
                 acc
@@ -38,16 +42,43 @@ impl Recording {
     }
 
     /// The assignment of a witness: the three products, the witness and the recorded densities.
-    pub fn assignment(&self, (inputs, aux): Values, circuit: usize) -> Result<Assignment, EngineError> {
+    pub fn assignment(
+        &self,
+        (inputs, aux): Values,
+        circuit: usize,
+    ) -> Result<Assignment, EngineError> {
         let c = self.counts();
         if inputs.len() != c.inputs || aux.len() != c.aux {
             return Err(EngineError::RecordingMismatch {
                 circuit,
-                what: format!("witness of {} inputs and {} aux for a recording of {} and {}", inputs.len(), aux.len(), c.inputs, c.aux),
+                what: format!(
+                    "witness of {} inputs and {} aux for a recording of {} and {}",
+                    inputs.len(),
+                    aux.len(),
+                    c.inputs,
+                    c.aux
+                ),
             });
         }
-        let (a, (b, cv)) = rayon::join(|| self.product(0, &inputs, &aux), || rayon::join(|| self.product(1, &inputs, &aux), || self.product(2, &inputs, &aux)));
+        let (a, (b, cv)) = rayon::join(
+            || self.product(0, &inputs, &aux),
+            || {
+                rayon::join(
+                    || self.product(1, &inputs, &aux),
+                    || self.product(2, &inputs, &aux),
+                )
+            },
+        );
         let [a_aux_density, b_input_density, b_aux_density] = self.densities();
-        Ok(Assignment { a, b, c: cv, inputs, aux, a_aux_density, b_input_density, b_aux_density })
+        Ok(Assignment {
+            a,
+            b,
+            c: cv,
+            inputs,
+            aux,
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
+        })
     }
 }

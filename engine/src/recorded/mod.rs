@@ -28,7 +28,9 @@ pub mod record;
 pub mod recording;
 pub mod witness;
 
-pub use cache::{build_file, synthesize_default, RecordOptions, RecordingCache, Source, Synthesized};
+pub use cache::{
+    build_file, synthesize_default, RecordOptions, RecordingCache, Source, Synthesized,
+};
 pub use file::{open_for, recording_path, ParamsBinding};
 pub use pieces::{PieceRange, Witness, WitnessPiece};
 pub use record::{record, Recorder};

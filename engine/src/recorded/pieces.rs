@@ -24,7 +24,11 @@ pub struct PieceRange {
 
 impl From<&Mark> for PieceRange {
     fn from(m: &Mark) -> Self {
-        PieceRange { inputs: m.inputs.clone(), aux: m.aux.clone(), rows: m.rows.clone() }
+        PieceRange {
+            inputs: m.inputs.clone(),
+            aux: m.aux.clone(),
+            rows: m.rows.clone(),
+        }
     }
 }
 
@@ -34,17 +38,38 @@ impl Recording {
     /// marks that overlap or are out of order.
     pub fn tiling(&self, marks: &[&Mark]) -> Result<Vec<PieceRange>, EngineError> {
         let c = self.counts();
-        let mut at = PieceRange { inputs: 1..1, aux: 0..0, rows: 0..0 };
+        let mut at = PieceRange {
+            inputs: 1..1,
+            aux: 0..0,
+            rows: 0..0,
+        };
         let mut out = Vec::with_capacity(2 * marks.len() + 1);
         for m in marks {
-            if m.inputs.start < at.inputs.start || m.aux.start < at.aux.start || m.rows.start < at.rows.start {
-                return Err(EngineError::Recording { what: format!("mark {} overlaps or precedes the piece before it", m.path) });
+            if m.inputs.start < at.inputs.start
+                || m.aux.start < at.aux.start
+                || m.rows.start < at.rows.start
+            {
+                return Err(EngineError::Recording {
+                    what: format!("mark {} overlaps or precedes the piece before it", m.path),
+                });
             }
-            out.push(PieceRange { inputs: at.inputs.start..m.inputs.start, aux: at.aux.start..m.aux.start, rows: at.rows.start..m.rows.start });
+            out.push(PieceRange {
+                inputs: at.inputs.start..m.inputs.start,
+                aux: at.aux.start..m.aux.start,
+                rows: at.rows.start..m.rows.start,
+            });
             out.push(PieceRange::from(*m));
-            at = PieceRange { inputs: m.inputs.end..m.inputs.end, aux: m.aux.end..m.aux.end, rows: m.rows.end..m.rows.end };
+            at = PieceRange {
+                inputs: m.inputs.end..m.inputs.end,
+                aux: m.aux.end..m.aux.end,
+                rows: m.rows.end..m.rows.end,
+            };
         }
-        out.push(PieceRange { inputs: at.inputs.start..c.inputs, aux: at.aux.start..c.aux, rows: at.rows.start..c.circuit_rows });
+        out.push(PieceRange {
+            inputs: at.inputs.start..c.inputs,
+            aux: at.aux.start..c.aux,
+            rows: at.rows.start..c.circuit_rows,
+        });
         Ok(out)
     }
 }
@@ -63,7 +88,10 @@ impl Witness {
         if let Some(one) = inputs.first_mut() {
             *one = Scalar::ONE;
         }
-        Witness { inputs, aux: vec![Scalar::ZERO; c.aux] }
+        Witness {
+            inputs,
+            aux: vec![Scalar::ZERO; c.aux],
+        }
     }
 
     /// One piece per range; the ranges must tile inputs `1..`, aux and the rows in order (as
@@ -71,16 +99,33 @@ impl Witness {
     pub fn pieces(&mut self, ranges: &[PieceRange]) -> Result<Vec<WitnessPiece<'_>>, EngineError> {
         let (n_in, n_aux) = (self.inputs.len(), self.aux.len());
         let inputs_end = tiles(ranges, 1.min(n_in), |r| r.inputs.clone());
-        if inputs_end != Some(n_in) || tiles(ranges, 0, |r| r.aux.clone()) != Some(n_aux) || tiles(ranges, 0, |r| r.rows.clone()).is_none() {
-            return Err(EngineError::Recording { what: format!("pieces do not tile the witness ({n_in} inputs, {n_aux} aux) in order") });
+        if inputs_end != Some(n_in)
+            || tiles(ranges, 0, |r| r.aux.clone()) != Some(n_aux)
+            || tiles(ranges, 0, |r| r.rows.clone()).is_none()
+        {
+            return Err(EngineError::Recording {
+                what: format!(
+                    "pieces do not tile the witness ({n_in} inputs, {n_aux} aux) in order"
+                ),
+            });
         }
-        let (mut ins, mut aux) = (self.inputs.get_mut(1..).unwrap_or_default(), &mut self.aux[..]);
+        let (mut ins, mut aux) = (
+            self.inputs.get_mut(1..).unwrap_or_default(),
+            &mut self.aux[..],
+        );
         let mut out = Vec::with_capacity(ranges.len());
         for r in ranges {
             let (i, rest_i) = std::mem::take(&mut ins).split_at_mut(r.inputs.len());
             let (a, rest_a) = std::mem::take(&mut aux).split_at_mut(r.aux.len());
             (ins, aux) = (rest_i, rest_a);
-            out.push(WitnessPiece { range: r.clone(), inputs: i, aux: a, at: (0, 0), constraints: 0, overflow: false });
+            out.push(WitnessPiece {
+                range: r.clone(),
+                inputs: i,
+                aux: a,
+                at: (0, 0),
+                constraints: 0,
+                overflow: false,
+            });
         }
         Ok(out)
     }
@@ -92,7 +137,11 @@ impl Witness {
 
 /// The end of `ranges` laid end to end from `start` (`None` if one does not start where the last
 /// ended).
-fn tiles(ranges: &[PieceRange], start: usize, get: impl Fn(&PieceRange) -> Range<usize>) -> Option<usize> {
+fn tiles(
+    ranges: &[PieceRange],
+    start: usize,
+    get: impl Fn(&PieceRange) -> Range<usize>,
+) -> Option<usize> {
     ranges.iter().try_fold(start, |at, r| {
         let g = get(r);
         (g.start == at && g.end >= at).then_some(g.end)
@@ -155,7 +204,9 @@ impl ConstraintSystem<Scalar> for WitnessPiece<'_> {
         };
         *slot = f()?;
         self.at.1 += 1;
-        Ok(Variable::new_unchecked(Index::Aux(self.range.aux.start + self.at.1 - 1)))
+        Ok(Variable::new_unchecked(Index::Aux(
+            self.range.aux.start + self.at.1 - 1,
+        )))
     }
 
     fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
@@ -170,7 +221,9 @@ impl ConstraintSystem<Scalar> for WitnessPiece<'_> {
         };
         *slot = f()?;
         self.at.0 += 1;
-        Ok(Variable::new_unchecked(Index::Input(self.range.inputs.start + self.at.0 - 1)))
+        Ok(Variable::new_unchecked(Index::Input(
+            self.range.inputs.start + self.at.0 - 1,
+        )))
     }
 
     fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)

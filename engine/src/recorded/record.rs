@@ -59,7 +59,10 @@ pub struct Recorder {
 impl Recorder {
     /// A recorder that keeps the witness (`values`) or never calls the value closures.
     pub fn new(values: bool) -> Recorder {
-        let rows = std::array::from_fn(|_| Rows { ptr: vec![0], ent: Vec::new() });
+        let rows = std::array::from_fn(|_| Rows {
+            ptr: vec![0],
+            ent: Vec::new(),
+        });
         Recorder {
             values,
             inputs: Vec::new(),
@@ -87,7 +90,8 @@ impl Recorder {
         }
         let i = self.table.len() as u32;
         if i >= coeff::TABLE {
-            self.error.get_or_insert_with(|| "more than 2^31 distinct general coefficients".into());
+            self.error
+                .get_or_insert_with(|| "more than 2^31 distinct general coefficients".into());
         }
         self.table.push(*c);
         self.table_ix.insert(key, i);
@@ -130,7 +134,9 @@ impl Recorder {
         }
         let (n_in, n_aux) = (self.n_inputs, self.n_aux);
         if (n_in + n_aux) as u64 >= 1 << 32 || n_in as u64 >= AUX || n_aux as u64 >= AUX {
-            return Err(EngineError::Recording { what: format!("{n_in} inputs and {n_aux} aux variables do not fit 32-bit columns") });
+            return Err(EngineError::Recording {
+                what: format!("{n_in} inputs and {n_aux} aux variables do not fit 32-bit columns"),
+            });
         }
         let circuit_rows = self.rows[0].ptr.len() - 1;
         // The `x_i · 0 = 0` rows: input i in A, nothing in B or C.
@@ -156,7 +162,11 @@ impl Recorder {
             image.extend_from_slice(&rows.ptr);
             image.extend(rows.ent.iter().map(|&e| {
                 let col = e & 0xffff_ffff;
-                let col = if col & AUX != 0 { n_in as u64 + (col & !AUX) } else { col };
+                let col = if col & AUX != 0 {
+                    n_in as u64 + (col & !AUX)
+                } else {
+                    col
+                };
                 col | (e & !0xffff_ffff)
             }));
         }
@@ -175,9 +185,18 @@ impl Recorder {
         }
         let mut padded = names;
         padded.resize(padded.len().div_ceil(8) * 8, 0);
-        image.extend(padded.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default())));
+        image.extend(
+            padded
+                .chunks_exact(8)
+                .map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default())),
+        );
         let rec = Recording::from_store(Store::Owned(image), counts, None)?;
-        let witness = self.values.then(|| (std::mem::take(&mut self.inputs), std::mem::take(&mut self.aux)));
+        let witness = self.values.then(|| {
+            (
+                std::mem::take(&mut self.inputs),
+                std::mem::take(&mut self.aux),
+            )
+        });
         Ok((rec, witness))
     }
 }
@@ -243,7 +262,10 @@ impl ConstraintSystem<Scalar> for Recorder {
                 Some(parent) => format!("{}/{name}", parent.path),
                 None => name,
             };
-            self.open.push(OpenMark { path, start: self.counters() });
+            self.open.push(OpenMark {
+                path,
+                start: self.counters(),
+            });
         }
     }
 
@@ -251,7 +273,10 @@ impl ConstraintSystem<Scalar> for Recorder {
         if self.depth <= MARK_DEPTH {
             if let Some(m) = self.open.pop() {
                 let end = self.counters();
-                self.marks.push((m.path, [m.start[0], end[0], m.start[1], end[1], m.start[2], end[2]]));
+                self.marks.push((
+                    m.path,
+                    [m.start[0], end[0], m.start[1], end[1], m.start[2], end[2]],
+                ));
             }
         }
         self.depth = self.depth.saturating_sub(1);
@@ -270,7 +295,13 @@ impl ConstraintSystem<Scalar> for Recorder {
         // The other's input 0 is its own `one`: it stays input 0; its input k is ours in0 + k − 1.
         let remap = |e: u64| {
             let col = e & 0xffff_ffff;
-            let col = if col & AUX != 0 { AUX | (aux0 as u64 + (col & !AUX)) } else if col == 0 { 0 } else { in0 as u64 + col - 1 };
+            let col = if col & AUX != 0 {
+                AUX | (aux0 as u64 + (col & !AUX))
+            } else if col == 0 {
+                0
+            } else {
+                in0 as u64 + col - 1
+            };
             (col, (e >> 32) as u32)
         };
         for m in 0..3 {
@@ -299,15 +330,25 @@ impl ConstraintSystem<Scalar> for Recorder {
         }
         self.dens[1].extend_from(&other.dens[1], true);
         self.dens[2].extend_from(&other.dens[2], false);
-        self.inputs.extend_from_slice(other.inputs.get(1..).unwrap_or(&[]));
+        self.inputs
+            .extend_from_slice(other.inputs.get(1..).unwrap_or(&[]));
         self.aux.extend_from_slice(&other.aux);
         self.n_inputs += other.n_inputs.saturating_sub(1);
         self.n_aux += other.n_aux;
         let prefix = self.open.last().map(|m| m.path.clone());
         for (p, r) in &other.marks {
-            let path = prefix.as_ref().map_or_else(|| p.clone(), |q| format!("{q}/{p}"));
+            let path = prefix
+                .as_ref()
+                .map_or_else(|| p.clone(), |q| format!("{q}/{p}"));
             let shift = |x: usize, by: usize, minus: usize| (x + by).saturating_sub(minus);
-            let r = [shift(r[0], in0, 1), shift(r[1], in0, 1), r[2] + aux0, r[3] + aux0, r[4] + row0, r[5] + row0];
+            let r = [
+                shift(r[0], in0, 1),
+                shift(r[1], in0, 1),
+                r[2] + aux0,
+                r[3] + aux0,
+                r[4] + row0,
+                r[5] + row0,
+            ];
             self.marks.push((path, r));
         }
         if let Some(e) = &other.error {
@@ -321,10 +362,18 @@ impl ConstraintSystem<Scalar> for Recorder {
 /// (a blank circuit records), except inside pieces a circuit makes with `CS::new()` for `extend`,
 /// which keep values.
 /// `circuit` names the partition in errors.
-pub fn record<C: Circuit<Scalar>>(circuit: C, values: bool, index: usize) -> Result<(Recording, Option<Values>), EngineError> {
-    let synth = |source| EngineError::Synthesis { circuit: index, source };
+pub fn record<C: Circuit<Scalar>>(
+    circuit: C,
+    values: bool,
+    index: usize,
+) -> Result<(Recording, Option<Values>), EngineError> {
+    let synth = |source| EngineError::Synthesis {
+        circuit: index,
+        source,
+    };
     let mut cs = Recorder::new(values);
-    cs.alloc_input(|| "one", || Ok(Scalar::ONE)).map_err(synth)?;
+    cs.alloc_input(|| "one", || Ok(Scalar::ONE))
+        .map_err(synth)?;
     circuit.synthesize(&mut cs).map_err(synth)?;
     cs.finish()
 }

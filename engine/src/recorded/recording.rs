@@ -79,7 +79,11 @@ impl Sections {
             s.ent[m] = take(c.nnz[m]);
         }
         s.table = take(4 * c.table);
-        s.dens = [take(c.aux.div_ceil(64)), take(c.inputs.div_ceil(64)), take(c.aux.div_ceil(64))];
+        s.dens = [
+            take(c.aux.div_ceil(64)),
+            take(c.inputs.div_ceil(64)),
+            take(c.aux.div_ceil(64)),
+        ];
         s.marks = take(8 * c.marks);
         s.names = take(c.names.div_ceil(8));
         s
@@ -122,19 +126,36 @@ fn bad(what: impl Into<String>) -> EngineError {
 impl Recording {
     /// Wraps an image, checks its structure (every row pointer, column and code in range, every
     /// table value below the modulus) and hashes it; `expect_hash` must then match when given.
-    pub(crate) fn from_store(store: Store, counts: Counts, expect_hash: Option<&[u8; 32]>) -> Result<Recording, EngineError> {
+    pub(crate) fn from_store(
+        store: Store,
+        counts: Counts,
+        expect_hash: Option<&[u8; 32]>,
+    ) -> Result<Recording, EngineError> {
         let sections = Sections::of(&counts);
         let words = words_of(&store);
         if words.len() < sections.total() {
-            return Err(bad(format!("image holds {} words, its counts need {}", words.len(), sections.total())));
+            return Err(bad(format!(
+                "image holds {} words, its counts need {}",
+                words.len(),
+                sections.total()
+            )));
         }
         let shape_hash = shape_hash(&counts, &words[..sections.marks.start]);
         if let Some(want) = expect_hash {
             if *want != shape_hash {
-                return Err(bad("shape hash does not match the recorded matrices (damaged)"));
+                return Err(bad(
+                    "shape hash does not match the recorded matrices (damaged)",
+                ));
             }
         }
-        let mut rec = Recording { store, counts, sections, marks: Vec::new(), shape_hash, bound: None };
+        let mut rec = Recording {
+            store,
+            counts,
+            sections,
+            marks: Vec::new(),
+            shape_hash,
+            bound: None,
+        };
         rec.check_structure()?;
         rec.marks = rec.decode_marks()?;
         Ok(rec)
@@ -153,8 +174,12 @@ impl Recording {
     pub fn check_params(&self, binding: &ParamsBinding) -> Result<(), EngineError> {
         match &self.bound {
             Some((_, b)) if b == binding => Ok(()),
-            Some((key, b)) => Err(EngineError::RecordingParams { what: format!("recording of {key} was made for parameters {b}, not {binding}") }),
-            None => Err(EngineError::RecordingParams { what: "recording is bound to no parameters".into() }),
+            Some((key, b)) => Err(EngineError::RecordingParams {
+                what: format!("recording of {key} was made for parameters {b}, not {binding}"),
+            }),
+            None => Err(EngineError::RecordingParams {
+                what: "recording is bound to no parameters".into(),
+            }),
         }
     }
 
@@ -209,7 +234,12 @@ impl Recording {
     /// Densities as synthesis computes them: A over aux, B over inputs, B over aux.
     pub fn densities(&self) -> [BitVec; 3] {
         let lens = [self.counts.aux, self.counts.inputs, self.counts.aux];
-        std::array::from_fn(|i| BitVec::from_words(self.words()[self.sections.dens[i].clone()].to_vec(), lens[i]))
+        std::array::from_fn(|i| {
+            BitVec::from_words(
+                self.words()[self.sections.dens[i].clone()].to_vec(),
+                lens[i],
+            )
+        })
     }
 
     fn check_structure(&self) -> Result<(), EngineError> {
@@ -217,12 +247,25 @@ impl Recording {
         let cols = c.columns() as u64;
         for m in 0..3 {
             let (p, e) = (self.row_ptr(m), self.entries(m));
-            if p.first() != Some(&0) || p.last() != Some(&(e.len() as u64)) || p.windows(2).any(|w| w[0] > w[1]) {
-                return Err(bad(format!("row pointers of {} are not a monotone cover of its {} entries", MATRICES[m], e.len())));
+            if p.first() != Some(&0)
+                || p.last() != Some(&(e.len() as u64))
+                || p.windows(2).any(|w| w[0] > w[1])
+            {
+                return Err(bad(format!(
+                    "row pointers of {} are not a monotone cover of its {} entries",
+                    MATRICES[m],
+                    e.len()
+                )));
             }
             let tl = c.table;
-            if let Some(i) = e.par_iter().position_any(|&x| (x & 0xffff_ffff) >= cols || !coeff::valid((x >> 32) as u32, tl)) {
-                return Err(bad(format!("entry {i} of {} has a column or code out of range", MATRICES[m])));
+            if let Some(i) = e
+                .par_iter()
+                .position_any(|&x| (x & 0xffff_ffff) >= cols || !coeff::valid((x >> 32) as u32, tl))
+            {
+                return Err(bad(format!(
+                    "entry {i} of {} has a column or code out of range",
+                    MATRICES[m]
+                )));
             }
         }
         if let Some(i) = self.table().iter().position(|s| !canonical(s)) {
@@ -244,11 +287,22 @@ impl Recording {
         w.chunks_exact(8)
             .map(|m| {
                 let r = |i: usize| m[i] as usize..m[i + 1] as usize;
-                let name = names.get(m[6] as usize..(m[6] + m[7]) as usize).ok_or_else(|| bad("a mark's name is out of range"))?;
-                let path = String::from_utf8(name.to_vec()).map_err(|_| bad("a mark's name is not UTF-8"))?;
-                let mark = Mark { path, inputs: r(0), aux: r(2), rows: r(4) };
+                let name = names
+                    .get(m[6] as usize..(m[6] + m[7]) as usize)
+                    .ok_or_else(|| bad("a mark's name is out of range"))?;
+                let path = String::from_utf8(name.to_vec())
+                    .map_err(|_| bad("a mark's name is not UTF-8"))?;
+                let mark = Mark {
+                    path,
+                    inputs: r(0),
+                    aux: r(2),
+                    rows: r(4),
+                };
                 let fits = |r: &Range<usize>, n: usize| r.start <= r.end && r.end <= n;
-                if !(fits(&mark.inputs, self.counts.inputs) && fits(&mark.aux, self.counts.aux) && fits(&mark.rows, self.counts.circuit_rows)) {
+                if !(fits(&mark.inputs, self.counts.inputs)
+                    && fits(&mark.aux, self.counts.aux)
+                    && fits(&mark.rows, self.counts.circuit_rows))
+                {
                     return Err(bad(format!("mark {} is out of range", mark.path)));
                 }
                 Ok(mark)
@@ -263,7 +317,11 @@ impl Recording {
             return None;
         }
         let (a, b) = (&self.counts, &other.counts);
-        for (what, x, y) in [("inputs", a.inputs, b.inputs), ("aux variables", a.aux, b.aux), ("constraints", a.circuit_rows, b.circuit_rows)] {
+        for (what, x, y) in [
+            ("inputs", a.inputs, b.inputs),
+            ("aux variables", a.aux, b.aux),
+            ("constraints", a.circuit_rows, b.circuit_rows),
+        ] {
             if x != y {
                 return Some(format!("{what}: {x} recorded, {y} synthesized"));
             }
@@ -283,7 +341,9 @@ impl Recording {
         let (x, y) = (self.row(m, r), other.row(m, r));
         x.len() == y.len()
             && x.iter().zip(y).all(|(&p, &q)| {
-                p & 0xffff_ffff == q & 0xffff_ffff && coeff::value((p >> 32) as u32, self.table()) == coeff::value((q >> 32) as u32, other.table())
+                p & 0xffff_ffff == q & 0xffff_ffff
+                    && coeff::value((p >> 32) as u32, self.table())
+                        == coeff::value((q >> 32) as u32, other.table())
             })
     }
 
@@ -292,7 +352,10 @@ impl Recording {
         r < self.counts.rows() && {
             let row = self.row(m, r);
             row.len() == terms.len()
-                && row.iter().zip(terms).all(|(&e, (col, c))| (e & 0xffff_ffff) as usize == *col && coeff::value((e >> 32) as u32, self.table()) == Some(*c))
+                && row.iter().zip(terms).all(|(&e, (col, c))| {
+                    (e & 0xffff_ffff) as usize == *col
+                        && coeff::value((e >> 32) as u32, self.table()) == Some(*c)
+                })
         }
     }
 }
@@ -321,20 +384,39 @@ pub(crate) fn words_as_bytes(w: &[u64]) -> &[u8] {
 
 /// Whether a Montgomery-form value is below the modulus (limbs compared from the top).
 fn canonical(s: &Scalar) -> bool {
-    const R: [u64; 4] = [0xffff_ffff_0000_0001, 0x53bd_a402_fffe_5bfe, 0x3339_d808_09a1_d805, 0x73ed_a753_299d_7d48];
+    const R: [u64; 4] = [
+        0xffff_ffff_0000_0001,
+        0x53bd_a402_fffe_5bfe,
+        0x3339_d808_09a1_d805,
+        0x73ed_a753_299d_7d48,
+    ];
     // SAFETY: Scalar is four u64 limbs (asserted above).
     let l: [u64; 4] = unsafe { std::mem::transmute(*s) };
-    (0..4).rev().find(|&i| l[i] != R[i]).is_some_and(|i| l[i] < R[i])
+    (0..4)
+        .rev()
+        .find(|&i| l[i] != R[i])
+        .is_some_and(|i| l[i] < R[i])
 }
 
 /// SHA-256 over the counts and the hashes of 8 MiB pieces of the shape words (pieces hashed in
 /// parallel).
 fn shape_hash(c: &Counts, words: &[u64]) -> [u8; 32] {
     const PIECE: usize = 1 << 20;
-    let pieces: Vec<[u8; 32]> = words.par_chunks(PIECE).map(|w| Sha256::digest(words_as_bytes(w)).into()).collect();
+    let pieces: Vec<[u8; 32]> = words
+        .par_chunks(PIECE)
+        .map(|w| Sha256::digest(words_as_bytes(w)).into())
+        .collect();
     let mut h = Sha256::new();
     h.update(b"cuzk-recording-shape-1");
-    for n in [c.inputs, c.aux, c.circuit_rows, c.nnz[0], c.nnz[1], c.nnz[2], c.table] {
+    for n in [
+        c.inputs,
+        c.aux,
+        c.circuit_rows,
+        c.nnz[0],
+        c.nnz[1],
+        c.nnz[2],
+        c.table,
+    ] {
         h.update((n as u64).to_le_bytes());
     }
     for p in pieces {

@@ -32,8 +32,16 @@ pub type Values = (Vec<Scalar>, Vec<Scalar>);
 /// A linear combination's non-zero terms as recorded columns (inputs, then aux after `n_inputs`).
 pub(crate) fn terms(lc: &LinearCombination<Scalar>, n_inputs: usize) -> Vec<(usize, Scalar)> {
     let nz = |c: &&Scalar| !bool::from(c.is_zero());
-    let ins = lc.iter_inputs().filter(|(_, c)| nz(c)).map(|(&i, c)| (i, *c));
-    ins.chain(lc.iter_aux().filter(|(_, c)| nz(c)).map(|(&i, c)| (n_inputs + i, *c))).collect()
+    let ins = lc
+        .iter_inputs()
+        .filter(|(_, c)| nz(c))
+        .map(|(&i, c)| (i, *c));
+    ins.chain(
+        lc.iter_aux()
+            .filter(|(_, c)| nz(c))
+            .map(|(&i, c)| (n_inputs + i, *c)),
+    )
+    .collect()
 }
 
 impl<'r> WitnessCs<'r> {
@@ -41,8 +49,18 @@ impl<'r> WitnessCs<'r> {
     /// (`every == 0`: no row is compared).
     pub fn for_recording(rec: &'r Recording, every: usize, phase: usize) -> WitnessCs<'r> {
         let c = rec.counts();
-        let sampler = (every > 0).then(|| Sampler { rec, every, phase: phase % every, mismatch: None });
-        WitnessCs { inputs: Vec::with_capacity(c.inputs), aux: Vec::with_capacity(c.aux), constraints: 0, sampler }
+        let sampler = (every > 0).then(|| Sampler {
+            rec,
+            every,
+            phase: phase % every,
+            mismatch: None,
+        });
+        WitnessCs {
+            inputs: Vec::with_capacity(c.inputs),
+            aux: Vec::with_capacity(c.aux),
+            constraints: 0,
+            sampler,
+        }
     }
 
     /// The witness, after checking that the synthesis made as many inputs, aux variables and
@@ -59,13 +77,24 @@ impl<'r> WitnessCs<'r> {
             return Err(unfit(format!("{rows} constraints (with one row per input) need a domain of {}; its recording has {}", rows.next_power_of_two(), c.rows())));
         }
         if self.inputs.len() != c.inputs {
-            return Err(unfit(format!("{} inputs (one included); its recording has {}", self.inputs.len(), c.inputs)));
+            return Err(unfit(format!(
+                "{} inputs (one included); its recording has {}",
+                self.inputs.len(),
+                c.inputs
+            )));
         }
         if self.aux.len() != c.aux {
-            return Err(unfit(format!("{} aux variables; its recording has {}", self.aux.len(), c.aux)));
+            return Err(unfit(format!(
+                "{} aux variables; its recording has {}",
+                self.aux.len(),
+                c.aux
+            )));
         }
         if self.constraints != c.circuit_rows {
-            return Err(mismatch(format!("constraints: {} recorded, {} synthesized (a shape that depends on the witness?)", c.circuit_rows, self.constraints)));
+            return Err(mismatch(format!(
+                "constraints: {} recorded, {} synthesized (a shape that depends on the witness?)",
+                c.circuit_rows, self.constraints
+            )));
         }
         if let Some((m, row)) = self.sampler.and_then(|s| s.mismatch) {
             let name = super::recording::MATRICES[m];
@@ -79,7 +108,12 @@ impl ConstraintSystem<Scalar> for WitnessCs<'_> {
     type Root = Self;
 
     fn new() -> Self {
-        WitnessCs { inputs: Vec::new(), aux: Vec::new(), constraints: 0, sampler: None }
+        WitnessCs {
+            inputs: Vec::new(),
+            aux: Vec::new(),
+            constraints: 0,
+            sampler: None,
+        }
     }
 
     fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
@@ -112,12 +146,18 @@ impl ConstraintSystem<Scalar> for WitnessCs<'_> {
     {
         let row = self.constraints;
         self.constraints += 1;
-        let Some(s) = self.sampler.as_mut() else { return };
+        let Some(s) = self.sampler.as_mut() else {
+            return;
+        };
         if row % s.every != s.phase || s.mismatch.is_some() {
             return;
         }
         let n = s.rec.counts().inputs;
-        let lcs = [a(LinearCombination::zero()), b(LinearCombination::zero()), c(LinearCombination::zero())];
+        let lcs = [
+            a(LinearCombination::zero()),
+            b(LinearCombination::zero()),
+            c(LinearCombination::zero()),
+        ];
         if let Some(m) = (0..3).find(|&m| !s.rec.row_is(m, row, &terms(&lcs[m], n))) {
             s.mismatch = Some((m, row));
         }
@@ -131,17 +171,28 @@ impl ConstraintSystem<Scalar> for WitnessCs<'_> {
 
     /// As `Assignment::extend`: the other's input 0 (its own `one`) is dropped.
     fn extend(&mut self, other: &Self) {
-        self.inputs.extend_from_slice(other.inputs.get(1..).unwrap_or(&[]));
+        self.inputs
+            .extend_from_slice(other.inputs.get(1..).unwrap_or(&[]));
         self.aux.extend_from_slice(&other.aux);
         self.constraints += other.constraints;
     }
 }
 
 /// Synthesizes `circuit`'s witness against `rec` (`one` first, as `synth::synthesize` does).
-pub fn witness<C: Circuit<Scalar>>(rec: &Recording, circuit: C, index: usize, every: usize, phase: usize) -> Result<Values, EngineError> {
-    let synth = |source| EngineError::Synthesis { circuit: index, source };
+pub fn witness<C: Circuit<Scalar>>(
+    rec: &Recording,
+    circuit: C,
+    index: usize,
+    every: usize,
+    phase: usize,
+) -> Result<Values, EngineError> {
+    let synth = |source| EngineError::Synthesis {
+        circuit: index,
+        source,
+    };
     let mut cs = WitnessCs::for_recording(rec, every, phase);
-    cs.alloc_input(|| "one", || Ok(Scalar::ONE)).map_err(synth)?;
+    cs.alloc_input(|| "one", || Ok(Scalar::ONE))
+        .map_err(synth)?;
     circuit.synthesize(&mut cs).map_err(synth)?;
     cs.finish(rec, index)
 }

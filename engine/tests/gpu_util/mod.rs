@@ -17,7 +17,8 @@ pub fn backend(test: &str) -> Option<&'static GpuBackend> {
     static B: OnceLock<Result<GpuBackend, String>> = OnceLock::new();
     let b = B.get_or_init(|| match probe() {
         Err(why) => Err(why),
-        Ok(()) => Ok(GpuBackend::new(0).unwrap_or_else(|e| panic!("a GPU is present but the backend failed: {e}"))),
+        Ok(()) => Ok(GpuBackend::new(0)
+            .unwrap_or_else(|e| panic!("a GPU is present but the backend failed: {e}"))),
     });
     match b {
         Ok(b) => Some(b),
@@ -30,7 +31,10 @@ pub fn backend(test: &str) -> Option<&'static GpuBackend> {
 
 /// A fresh RNG; the seed is printed so a failure can be replayed with CUZK_TEST_SEED.
 pub fn rng(test: &str) -> ChaCha20Rng {
-    let seed = std::env::var("CUZK_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| rand::thread_rng().next_u64());
+    let seed = std::env::var("CUZK_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| rand::thread_rng().next_u64());
     eprintln!("{test}: seed {seed}");
     ChaCha20Rng::seed_from_u64(seed)
 }
@@ -100,7 +104,11 @@ pub fn plant_scalar_edges(s: &mut [Scalar]) {
 /// CPU reference MSM over G1: a plain loop for small n, blst's Pippenger otherwise.
 pub fn cpu_msm_g1(bases: &[G1Affine], s: &[Scalar]) -> G1Projective {
     if bases.len() < 64 {
-        return bases.iter().zip(s).map(|(p, k)| G1Projective::from(*p) * k).sum();
+        return bases
+            .iter()
+            .zip(s)
+            .map(|(p, k)| G1Projective::from(*p) * k)
+            .sum();
     }
     let proj: Vec<G1Projective> = bases.iter().map(|p| (*p).into()).collect();
     G1Projective::multi_exp(&proj, s)
@@ -109,7 +117,11 @@ pub fn cpu_msm_g1(bases: &[G1Affine], s: &[Scalar]) -> G1Projective {
 /// CPU reference MSM over G2.
 pub fn cpu_msm_g2(bases: &[G2Affine], s: &[Scalar]) -> G2Projective {
     if bases.len() < 64 {
-        return bases.iter().zip(s).map(|(p, k)| G2Projective::from(*p) * k).sum();
+        return bases
+            .iter()
+            .zip(s)
+            .map(|(p, k)| G2Projective::from(*p) * k)
+            .sum();
     }
     let proj: Vec<G2Projective> = bases.iter().map(|p| (*p).into()).collect();
     G2Projective::multi_exp(&proj, s)

@@ -10,9 +10,20 @@ use group::{Curve, Group};
 use rand::SeedableRng;
 use std::sync::Arc;
 
-pub fn random_params(seed: u64, n_ic: usize, log_n: u32, n_l: usize, n_a: usize, n_b: usize) -> Parameters<Bls12> {
+pub fn random_params(
+    seed: u64,
+    n_ic: usize,
+    log_n: u32,
+    n_l: usize,
+    n_a: usize,
+    n_b: usize,
+) -> Parameters<Bls12> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let mut g1 = |k: usize| -> Vec<G1Affine> { (0..k).map(|_| G1Projective::random(&mut rng).to_affine()).collect() };
+    let mut g1 = |k: usize| -> Vec<G1Affine> {
+        (0..k)
+            .map(|_| G1Projective::random(&mut rng).to_affine())
+            .collect()
+    };
     let vk1 = g1(3);
     let ic = g1(n_ic);
     let h = g1((1 << log_n) - 1);
@@ -20,7 +31,11 @@ pub fn random_params(seed: u64, n_ic: usize, log_n: u32, n_l: usize, n_a: usize,
     let a = g1(n_a);
     let b_g1 = g1(n_b);
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed + 1);
-    let mut g2 = |k: usize| -> Vec<G2Affine> { (0..k).map(|_| G2Projective::random(&mut rng).to_affine()).collect() };
+    let mut g2 = |k: usize| -> Vec<G2Affine> {
+        (0..k)
+            .map(|_| G2Projective::random(&mut rng).to_affine())
+            .collect()
+    };
     let vk2 = g2(3);
     let b_g2 = g2(n_b);
     Parameters {
@@ -51,5 +66,10 @@ pub fn write_bellperson(path: &Path, p: &Parameters<Bls12>) {
 }
 
 pub fn same(p: &Parameters<Bls12>, s: &cuzk_srs::Srs) -> bool {
-    p.vk == *s.vk() && p.h[..] == *s.h() && p.l[..] == *s.l() && p.a[..] == *s.a() && p.b_g1[..] == *s.b_g1() && p.b_g2[..] == *s.b_g2()
+    p.vk == *s.vk()
+        && p.h[..] == *s.h()
+        && p.l[..] == *s.l()
+        && p.a[..] == *s.a()
+        && p.b_g1[..] == *s.b_g1()
+        && p.b_g2[..] == *s.b_g2()
 }

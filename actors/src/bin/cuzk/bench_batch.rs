@@ -56,8 +56,19 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<()> {
-    let dir = a.params_dir.clone().unwrap_or_else(crate::default_params_dir);
-    let (_, size) = example(&a.circuit, a.size.or(if a.circuit == "mulchain" { Some(14) } else { None }), 0)?;
+    let dir = a
+        .params_dir
+        .clone()
+        .unwrap_or_else(crate::default_params_dir);
+    let (_, size) = example(
+        &a.circuit,
+        a.size.or(if a.circuit == "mulchain" {
+            Some(14)
+        } else {
+            None
+        }),
+        0,
+    )?;
     let mut settings = Settings::load(a.config.as_deref())?;
     if let Some(b) = a.backend {
         settings.engine.backend = b;
@@ -68,11 +79,17 @@ pub fn run(a: Args) -> Result<()> {
     if let Some(r) = a.srs_residency {
         settings.engine.srs_residency = r;
     }
-    let srs = Arc::new(example_params(&dir, &a.circuit, size, &settings.srs_open())?);
+    let srs = Arc::new(example_params(
+        &dir,
+        &a.circuit,
+        size,
+        &settings.srs_open(),
+    )?);
     let mut summary = Vec::new();
     for &gw in &a.gpu_workers {
         settings.engine.gpu_workers_per_device = gw.max(1);
-        let (engine, backend_name) = Engine::from_settings(&settings, Some(Dims::of(&srs).resident(gw)))?;
+        let (engine, backend_name) =
+            Engine::from_settings(&settings, Some(Dims::of(&srs).resident(gw)))?;
         println!("# backend={backend_name} gpu_workers={gw} jobs={} concurrency={} partitions={} circuit={} size={size}", a.count, a.concurrency, a.partitions, a.circuit);
         let start = Instant::now();
         let mut in_flight = VecDeque::new();
@@ -83,12 +100,18 @@ pub fn run(a: Args) -> Result<()> {
                 // of 8 partitions at 2^23, longer than the GPU's ~6 s, and starved it.
                 let circuits: Vec<Example> = (0..a.partitions)
                     .into_par_iter()
-                    .map(|p| example(&a.circuit, Some(size), (submitted * 1000 + p) as u64).map(|(c, _)| c).map_err(|e| e.to_string()))
+                    .map(|p| {
+                        example(&a.circuit, Some(size), (submitted * 1000 + p) as u64)
+                            .map(|(c, _)| c)
+                            .map_err(|e| e.to_string())
+                    })
                     .collect::<std::result::Result<_, String>>()?;
                 in_flight.push_back(engine.submit(JobSpec::new(srs.clone(), circuits))?);
                 submitted += 1;
             }
-            let Some(h) = in_flight.pop_front() else { break };
+            let Some(h) = in_flight.pop_front() else {
+                break;
+            };
             let out = h.wait()?;
             finished += 1;
             println!(
@@ -127,8 +150,15 @@ pub fn run(a: Args) -> Result<()> {
             std::fs::create_dir_all(d)?;
             // One file per run: a setting measured twice keeps both timelines.
             let run = summary.iter().filter(|(g, _)| *g == gw).count() + 1;
-            let stem = if run == 1 { format!("batch-gw{gw}") } else { format!("batch-gw{gw}-run{run}") };
-            std::fs::write(d.join(format!("{stem}.json")), serde_json::to_vec_pretty(&spans)?)?;
+            let stem = if run == 1 {
+                format!("batch-gw{gw}")
+            } else {
+                format!("batch-gw{gw}-run{run}")
+            };
+            std::fs::write(
+                d.join(format!("{stem}.json")),
+                serde_json::to_vec_pretty(&spans)?,
+            )?;
             let title = format!("cuzk bench batch: {backend_name}, {gw} worker(s), {} jobs × {} partitions of {} 2^{size}, {:.3} s/proof", a.count, a.partitions, a.circuit, s_per_proof);
             std::fs::write(d.join(format!("{stem}.svg")), svg(&spans, &title))?;
         }
@@ -145,13 +175,31 @@ pub fn run(a: Args) -> Result<()> {
             }
         }
         if settings.len() < summary.len() {
-            println!("runs: {}", summary.iter().map(|(gw, s)| format!("gw{gw}={s:.3}")).collect::<Vec<_>>().join(" "));
+            println!(
+                "runs: {}",
+                summary
+                    .iter()
+                    .map(|(gw, s)| format!("gw{gw}={s:.3}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            );
         }
         let mean = |gw: usize| {
-            let v: Vec<f64> = summary.iter().filter(|(g, _)| *g == gw).map(|(_, s)| *s).collect();
+            let v: Vec<f64> = summary
+                .iter()
+                .filter(|(g, _)| *g == gw)
+                .map(|(_, s)| *s)
+                .collect();
             v.iter().sum::<f64>() / v.len() as f64
         };
-        println!("{}", settings.iter().map(|&gw| format!("gw{gw}_s_per_proof={:.3}", mean(gw))).collect::<Vec<_>>().join(" "));
+        println!(
+            "{}",
+            settings
+                .iter()
+                .map(|&gw| format!("gw{gw}_s_per_proof={:.3}", mean(gw)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
     }
     if let Some((_, s)) = summary.last() {
         println!("s_per_proof={s:.3}");

@@ -47,7 +47,10 @@ pub fn run(a: Args) -> Result<()> {
     let runs = a.runs.max(1);
     let backend = CpuBackend::new();
     let mut rows = Vec::new();
-    println!("threads={} runs={runs} (median)", rayon::current_num_threads());
+    println!(
+        "threads={} runs={runs} (median)",
+        rayon::current_num_threads()
+    );
     for &k in &a.sizes {
         let srs = example_params(&dir, "mulchain", k as usize, &OpenOptions::default())?;
         let params = to_bellperson(&srs);
@@ -67,7 +70,12 @@ pub fn run(a: Args) -> Result<()> {
             let mut bytes = Vec::new();
             proof.write(&mut bytes)?;
             identical &= bytes == batch.to_bytes();
-            eprintln!("2^{k} run {run}: cuzk {:.1} ms [{}], bellperson {:.1} ms", ours[run], batch.timings.line(), theirs[run]);
+            eprintln!(
+                "2^{k} run {run}: cuzk {:.1} ms [{}], bellperson {:.1} ms",
+                ours[run],
+                batch.timings.line(),
+                theirs[run]
+            );
         }
         let (o, t) = (median(ours), median(theirs));
         rows.push((k, o, t, identical));
@@ -75,11 +83,25 @@ pub fn run(a: Args) -> Result<()> {
             return Err(format!("2^{k}: cuzk's proof bytes differ from bellperson's").into());
         }
     }
-    println!("{:<6} {:>14} {:>16} {:>8} {:>10}", "domain", "cuzk_ms", "bellperson_ms", "ratio", "identical");
+    println!(
+        "{:<6} {:>14} {:>16} {:>8} {:>10}",
+        "domain", "cuzk_ms", "bellperson_ms", "ratio", "identical"
+    );
     for (k, o, t, same) in &rows {
-        println!("2^{:<4} {:>14.1} {:>16.1} {:>8.3} {:>10}", k, o, t, o / t, if *same { "yes" } else { "NO" });
+        println!(
+            "2^{:<4} {:>14.1} {:>16.1} {:>8.3} {:>10}",
+            k,
+            o,
+            t,
+            o / t,
+            if *same { "yes" } else { "NO" }
+        );
     }
-    let pick = rows.iter().find(|r| r.0 == 16).or(rows.last()).ok_or("no sizes given")?;
+    let pick = rows
+        .iter()
+        .find(|r| r.0 == 16)
+        .or(rows.last())
+        .ok_or("no sizes given")?;
     println!("cpu_vs_bellperson_ratio={:.3}", pick.1 / pick.2);
     Ok(())
 }

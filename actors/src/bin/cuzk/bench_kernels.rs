@@ -33,10 +33,20 @@ pub fn run(a: Args) -> Result<()> {
             "module {:>9} {} {}",
             c.module.name(),
             c.arch,
-            if c.from_cache { "from cache".to_string() } else { format!("compiled in {:.1} s", c.compile_secs) }
+            if c.from_cache {
+                "from cache".to_string()
+            } else {
+                format!("compiled in {:.1} s", c.compile_secs)
+            }
         );
     }
-    let opts = KernelBenchOptions { reps: a.reps.max(1), max_log: a.max_log, only: a.only, msm_windows: a.msm_windows, ..Default::default() };
+    let opts = KernelBenchOptions {
+        reps: a.reps.max(1),
+        max_log: a.max_log,
+        only: a.only,
+        msm_windows: a.msm_windows,
+        ..Default::default()
+    };
     run_kernel_bench(&dev, &opts)?;
     Ok(())
 }

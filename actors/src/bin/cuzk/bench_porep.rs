@@ -46,8 +46,16 @@ pub struct Args {
 pub fn run(a: Args) -> Result<()> {
     let dir = params::dir(a.params_dir.as_deref());
     std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
-    let prover_id = a.prover_id.as_deref().map(|h| cuzk_filecoin::request::hex32("prover id", h)).transpose()?;
-    let req = ProofRequest::PoRep { c1_json: std::fs::read(&a.c1).map_err(|e| format!("{}: {e}", a.c1.display()))?, prover_id, sector_id: a.sector_id };
+    let prover_id = a
+        .prover_id
+        .as_deref()
+        .map(|h| cuzk_filecoin::request::hex32("prover id", h))
+        .transpose()?;
+    let req = ProofRequest::PoRep {
+        c1_json: std::fs::read(&a.c1).map_err(|e| format!("{}: {e}", a.c1.display()))?,
+        prover_id,
+        sector_id: a.sector_id,
+    };
     let parsed = req.parse()?;
     let registered = parsed.registered();
     let sector = match registered.sector_size() {
@@ -61,8 +69,14 @@ pub fn run(a: Args) -> Result<()> {
         settings.engine.backend = b;
     }
     let (engine, devices) = Engine::from_settings(&settings, None)?;
-    let cfg = FilecoinConfig { params_dir: Some(dir), ..Default::default() };
-    println!("# {registered} sector={sector} backend={devices} count={} concurrency={}", a.count, a.concurrency);
+    let cfg = FilecoinConfig {
+        params_dir: Some(dir),
+        ..Default::default()
+    };
+    println!(
+        "# {registered} sector={sector} backend={devices} count={} concurrency={}",
+        a.count, a.concurrency
+    );
 
     let verified = |bytes: &[u8]| -> Result<&'static str> {
         if !check {
@@ -87,13 +101,21 @@ pub fn run(a: Args) -> Result<()> {
         let out = engine.submit_parsed(parsed.clone(), &cfg)?.handle.wait()?;
         let ms = start.elapsed().as_secs_f64() * 1e3;
         let v = verified(&out.to_bytes())?;
-        println!("alone {} wall={ms:.1}ms queue={}ms prove={}ms verified={v}", if round == 0 { "(warm-up)" } else { "" }, out.queue.as_millis(), out.prove.as_millis());
+        println!(
+            "alone {} wall={ms:.1}ms queue={}ms prove={}ms verified={v}",
+            if round == 0 { "(warm-up)" } else { "" },
+            out.queue.as_millis(),
+            out.prove.as_millis()
+        );
         if round == 1 {
             latency_ms = ms;
         }
     }
     let alone_spans = engine.timeline().spans();
-    println!("alone stages: {}", StageTotals::of(&alone_spans[alone_from.min(alone_spans.len())..]).line());
+    println!(
+        "alone stages: {}",
+        StageTotals::of(&alone_spans[alone_from.min(alone_spans.len())..]).line()
+    );
 
     let first_span = alone_spans.len();
     let start = Instant::now();
@@ -104,14 +126,27 @@ pub fn run(a: Args) -> Result<()> {
             in_flight.push_back(engine.submit_parsed(parsed.clone(), &cfg)?.handle);
             submitted += 1;
         }
-        let Some(h) = in_flight.pop_front() else { break };
+        let Some(h) = in_flight.pop_front() else {
+            break;
+        };
         let out = h.wait()?;
         finished += 1;
         let v = verified(&out.to_bytes())?;
-        println!("proof {finished:>3} job={} wall={:.3}s prove={:.3}s queue={:.3}s verified={v}", out.id, out.wall.as_secs_f64(), out.prove.as_secs_f64(), out.queue.as_secs_f64());
+        println!(
+            "proof {finished:>3} job={} wall={:.3}s prove={:.3}s queue={:.3}s verified={v}",
+            out.id,
+            out.wall.as_secs_f64(),
+            out.prove.as_secs_f64(),
+            out.queue.as_secs_f64()
+        );
     }
     let wall = start.elapsed().as_secs_f64();
-    let spans: Vec<_> = engine.timeline().spans().into_iter().skip(first_span).collect();
+    let spans: Vec<_> = engine
+        .timeline()
+        .spans()
+        .into_iter()
+        .skip(first_span)
+        .collect();
     let (_, _, busy) = crate::common::steady_window(&spans);
     let ms_per_proof = wall * 1e3 / a.count.max(1) as f64;
     println!("{}", StageTotals::of(&spans).line());
@@ -123,6 +158,8 @@ pub fn run(a: Args) -> Result<()> {
         std::fs::write(d.join("porep.svg"), svg(&spans, &title))?;
     }
     engine.shutdown();
-    println!("porep_ms_per_proof={ms_per_proof:.1} porep_latency_ms={latency_ms:.1} sector={sector}");
+    println!(
+        "porep_ms_per_proof={ms_per_proof:.1} porep_latency_ms={latency_ms:.1} sector={sector}"
+    );
     Ok(())
 }

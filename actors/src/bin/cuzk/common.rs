@@ -9,11 +9,14 @@ use cuzk_srs::{OpenOptions, Srs};
 
 pub type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
-
 pub fn example(name: &str, size: Option<usize>, seed: u64) -> Result<(Example, usize)> {
     let size = size.unwrap_or_else(|| Example::default_size(name));
-    let ex = Example::new(name, size, seed)
-        .ok_or_else(|| format!("unknown circuit `{name}`; choose one of {}", Example::NAMES.join(", ")))?;
+    let ex = Example::new(name, size, seed).ok_or_else(|| {
+        format!(
+            "unknown circuit `{name}`; choose one of {}",
+            Example::NAMES.join(", ")
+        )
+    })?;
     Ok((ex, size))
 }
 
@@ -23,7 +26,10 @@ pub fn example_params(dir: &Path, name: &str, size: usize, opts: &OpenOptions) -
     let (ex, _) = example(name, Some(size), 0)?;
     let start = Instant::now();
     if !path.exists() {
-        eprintln!("generating parameters for {name} (size {size}) into {} — once; later runs reuse them", path.display());
+        eprintln!(
+            "generating parameters for {name} (size {size}) into {} — once; later runs reuse them",
+            path.display()
+        );
     }
     let (srs, generated) = open_or_generate(&path, ex, Example::SETUP_SEED, opts)?;
     eprintln!(
@@ -41,8 +47,15 @@ pub fn example_params(dir: &Path, name: &str, size: usize, opts: &OpenOptions) -
 /// device-timed steps, from the first compute to the last. Returns `(from_us, to_us, busy)`.
 pub fn steady_window(spans: &[cuzk_actors::timeline::Span]) -> (u64, u64, f64) {
     use cuzk_actors::timeline::{busy_fraction, KERNEL_STAGES};
-    let kernels: Vec<_> = spans.iter().filter(|s| s.gpu == Some(0) && KERNEL_STAGES.contains(&s.stage)).collect();
-    let window: Vec<_> = if kernels.is_empty() { spans.iter().filter(|s| s.stage == "compute").collect() } else { kernels };
+    let kernels: Vec<_> = spans
+        .iter()
+        .filter(|s| s.gpu == Some(0) && KERNEL_STAGES.contains(&s.stage))
+        .collect();
+    let window: Vec<_> = if kernels.is_empty() {
+        spans.iter().filter(|s| s.stage == "compute").collect()
+    } else {
+        kernels
+    };
     let from = window.iter().map(|s| s.start_us).min().unwrap_or(0);
     let to = window.iter().map(|s| s.end_us).max().unwrap_or(0);
     (from, to, busy_fraction(spans, 0, from, to))

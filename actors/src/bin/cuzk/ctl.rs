@@ -29,11 +29,17 @@ enum Cmd {
         #[arg(long)]
         config: Option<PathBuf>,
     },
-    Cancel { job: u64 },
+    Cancel {
+        job: u64,
+    },
     /// Open a parameter file and keep it loaded.
-    Preload { path: String },
+    Preload {
+        path: String,
+    },
     /// Drop a parameter file (refused while a job holds it).
-    Evict { path: String },
+    Evict {
+        path: String,
+    },
     /// Stop dispatching to the GPUs.
     Pause,
     Resume,
@@ -83,7 +89,14 @@ fn print(r: Response, out: Option<&PathBuf>) -> Result<()> {
     match r {
         Response::Ok(s) | Response::Json(s) => println!("{s}"),
         Response::Submitted { job } => println!("submitted job {job}"),
-        Response::Proof { job, proof, partitions, wall_ms, queue_ms, prove_ms } => {
+        Response::Proof {
+            job,
+            proof,
+            partitions,
+            wall_ms,
+            queue_ms,
+            prove_ms,
+        } => {
             if let Some(path) = out {
                 std::fs::write(path, &proof).map_err(|e| format!("{}: {e}", path.display()))?;
             }
@@ -95,9 +108,16 @@ fn print(r: Response, out: Option<&PathBuf>) -> Result<()> {
 }
 
 /// Submits `req` and, unless `no_wait`, waits for the proof.
-fn submit_and_wait(socket: &std::path::Path, req: Request, no_wait: bool, out: Option<&PathBuf>) -> Result<()> {
+fn submit_and_wait(
+    socket: &std::path::Path,
+    req: Request,
+    no_wait: bool,
+    out: Option<&PathBuf>,
+) -> Result<()> {
     let r = call(socket, &req)?;
-    let Response::Submitted { job } = r else { return print(r, out) };
+    let Response::Submitted { job } = r else {
+        return print(r, out);
+    };
     println!("submitted job {job}");
     if no_wait {
         return Ok(());
@@ -132,7 +152,9 @@ pub fn run(a: Args) -> Result<()> {
     let socket = a.socket.unwrap_or_else(crate::daemon::default_socket);
     let req = match a.cmd {
         Cmd::Ready => std::process::exit(ready(&socket)),
-        Cmd::Reload { config } => Request::Reload { path: config.map(|p| p.display().to_string()) },
+        Cmd::Reload { config } => Request::Reload {
+            path: config.map(|p| p.display().to_string()),
+        },
         Cmd::Status => Request::Status,
         Cmd::Metrics => Request::Metrics,
         Cmd::Cancel { job } => Request::Cancel { job },
@@ -140,17 +162,46 @@ pub fn run(a: Args) -> Result<()> {
         Cmd::Evict { path } => Request::Evict { path },
         Cmd::Pause => Request::Pause,
         Cmd::Resume => Request::Resume,
-        Cmd::Wait { job, out } => return print(call(&socket, &Request::Wait { job })?, out.as_ref()),
-        Cmd::ProveFilecoin { out, kind } => return submit_and_wait(&socket, Request::Prove(kind.request()?), false, out.as_ref()),
+        Cmd::Wait { job, out } => {
+            return print(call(&socket, &Request::Wait { job })?, out.as_ref())
+        }
+        Cmd::ProveFilecoin { out, kind } => {
+            return submit_and_wait(
+                &socket,
+                Request::Prove(kind.request()?),
+                false,
+                out.as_ref(),
+            )
+        }
         Cmd::ProveCustom { kind, input, out } => {
             let input = std::fs::read(&input).map_err(|e| format!("{}: {e}", input.display()))?;
-            return submit_and_wait(&socket, Request::ProveCustom { kind, input }, false, out.as_ref());
+            return submit_and_wait(
+                &socket,
+                Request::ProveCustom { kind, input },
+                false,
+                out.as_ref(),
+            );
         }
         Cmd::Drain => Request::Drain,
         Cmd::Shutdown => Request::Shutdown,
-        Cmd::Prove { circuit, size, partitions, no_wait } => {
-            let size = size.unwrap_or_else(|| cuzk_engine::circuits::Example::default_size(&circuit));
-            return submit_and_wait(&socket, Request::ProveExample { circuit, size, partitions }, no_wait, None);
+        Cmd::Prove {
+            circuit,
+            size,
+            partitions,
+            no_wait,
+        } => {
+            let size =
+                size.unwrap_or_else(|| cuzk_engine::circuits::Example::default_size(&circuit));
+            return submit_and_wait(
+                &socket,
+                Request::ProveExample {
+                    circuit,
+                    size,
+                    partitions,
+                },
+                no_wait,
+                None,
+            );
         }
     };
     print(call(&socket, &req)?, None)

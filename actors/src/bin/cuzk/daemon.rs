@@ -76,26 +76,44 @@ struct Overrides {
 }
 
 /// Applies the live keys of a re-read config; refuses (naming them) keys that need a restart.
-fn reloader(file: Option<PathBuf>, cli: Overrides, current: Settings, cancel_on_disconnect: Arc<AtomicBool>) -> impl Fn(Option<&Path>, &JobTable) -> std::result::Result<String, String> + Send + Sync {
+fn reloader(
+    file: Option<PathBuf>,
+    cli: Overrides,
+    current: Settings,
+    cancel_on_disconnect: Arc<AtomicBool>,
+) -> impl Fn(Option<&Path>, &JobTable) -> std::result::Result<String, String> + Send + Sync {
     let current = Mutex::new(current);
     move |path: Option<&Path>, jobs: &JobTable| {
         let new = settings(path.or(file.as_deref()), &cli)?;
-        let mut cur = current.lock().map_err(|_| "reload: settings lock poisoned".to_string())?;
+        let mut cur = current
+            .lock()
+            .map_err(|_| "reload: settings lock poisoned".to_string())?;
         let changed = cur.live_changes(&new)?;
         jobs.set_retain(Duration::from_secs(new.jobs.retain_s));
         cancel_on_disconnect.store(new.grpc.cancel_on_disconnect, Ordering::Release);
         log::set_level(log::parse_level(&new.log.level)?);
         *cur = new;
         slog::info!(log::component("daemon"), "settings reloaded"; "changed" => changed.join(","));
-        Ok(if changed.is_empty() { "reloaded: nothing changed".into() } else { format!("reloaded: {}", changed.join(", ")) })
+        Ok(if changed.is_empty() {
+            "reloaded: nothing changed".into()
+        } else {
+            format!("reloaded: {}", changed.join(", "))
+        })
     }
 }
 
 pub fn run(a: Args) -> Result<()> {
     let t0 = Instant::now();
-    let cli = Overrides { grpc_socket: a.grpc_socket.clone(), grpc_listen: a.grpc_listen.clone(), metrics_listen: a.metrics_listen.clone() };
+    let cli = Overrides {
+        grpc_socket: a.grpc_socket.clone(),
+        grpc_listen: a.grpc_listen.clone(),
+        metrics_listen: a.metrics_listen.clone(),
+    };
     let settings = settings(a.config.as_deref(), &cli)?;
-    log::init(settings.log.format.parse()?, log::parse_level(&settings.log.level)?);
+    log::init(
+        settings.log.format.parse()?,
+        log::parse_level(&settings.log.level)?,
+    );
     let l = log::component("daemon");
     let config_ms = t0.elapsed().as_millis() as u64;
 
@@ -103,12 +121,20 @@ pub fn run(a: Args) -> Result<()> {
     // kernels compile, rather than no answer.
     let t = Instant::now();
     let ready = Readiness::default();
-    let filecoin = cuzk_actors::filecoin::FilecoinConfig { params_dir: a.filecoin_params_dir.clone(), ..Default::default() };
+    let filecoin = cuzk_actors::filecoin::FilecoinConfig {
+        params_dir: a.filecoin_params_dir.clone(),
+        ..Default::default()
+    };
     let cancel_on_disconnect = Arc::new(AtomicBool::new(settings.grpc.cancel_on_disconnect));
     let socket = a.socket.unwrap_or_else(default_socket);
     let table = Arc::new(std::sync::OnceLock::<Arc<JobTable>>::new());
     let reload_table = table.clone();
-    let reload_fn = reloader(a.config.clone(), cli, settings.clone(), cancel_on_disconnect.clone());
+    let reload_fn = reloader(
+        a.config.clone(),
+        cli,
+        settings.clone(),
+        cancel_on_disconnect.clone(),
+    );
     let opts = ServerOptions {
         // The stock daemon registers no circuit kinds of its own (an embedding program does:
         // examples/embed_daemon.rs).
@@ -136,7 +162,10 @@ pub fn run(a: Args) -> Result<()> {
             filecoin,
         };
         let service = cuzk_actors::grpc::Service::new(gopts, ready.clone());
-        grpc = Some((cuzk_actors::grpc::GrpcServer::start(service.clone())?, service));
+        grpc = Some((
+            cuzk_actors::grpc::GrpcServer::start(service.clone())?,
+            service,
+        ));
     }
     let listen_ms = t.elapsed().as_millis() as u64;
 
@@ -147,7 +176,11 @@ pub fn run(a: Args) -> Result<()> {
     slog::info!(l, "devices open"; "devices" => devices, "ms" => devices_ms);
     let engine = Arc::new(engine);
     let metrics = Arc::new(Metrics::default());
-    let jobs = JobTable::new(engine.clone(), metrics.clone(), Duration::from_secs(settings.jobs.retain_s));
+    let jobs = JobTable::new(
+        engine.clone(),
+        metrics.clone(),
+        Duration::from_secs(settings.jobs.retain_s),
+    );
     let _ = table.set(jobs.clone());
     server.attach(jobs.clone());
     if let Some((_, service)) = &grpc {
@@ -155,7 +188,10 @@ pub fn run(a: Args) -> Result<()> {
     }
     if let Some(addr) = nonempty(&settings.metrics.http_listen) {
         let (e, j, r) = (engine.clone(), jobs.clone(), ready.clone());
-        let http = serve_http(&addr, Arc::new(move || j.metrics().render(&e, Some(&j), r.get())))?;
+        let http = serve_http(
+            &addr,
+            Arc::new(move || j.metrics().render(&e, Some(&j), r.get())),
+        )?;
         slog::info!(l, "metrics over HTTP"; "url" => format!("http://{}/metrics", http.addr));
     }
     ready.set(State::Ready);

@@ -84,7 +84,8 @@ impl Who {
         })
     }
     fn required(&self) -> Result<[u8; 32]> {
-        self.get()?.ok_or_else(|| "a PoSt needs --prover-id or --miner-id".into())
+        self.get()?
+            .ok_or_else(|| "a PoSt needs --prover-id or --miner-id".into())
     }
 }
 
@@ -105,22 +106,43 @@ fn masked(what: &str, s: &str) -> Result<[u8; 32]> {
 impl Kind {
     pub fn request(&self) -> Result<ProofRequest> {
         Ok(match self {
-            Kind::Porep { c1, who, sector_id } => ProofRequest::PoRep { c1_json: read(c1)?, prover_id: who.get()?, sector_id: *sector_id },
-            Kind::Snap { registered, vanilla, comm_r_old, comm_r_new, comm_d_new } => ProofRequest::SnapDeals {
+            Kind::Porep { c1, who, sector_id } => ProofRequest::PoRep {
+                c1_json: read(c1)?,
+                prover_id: who.get()?,
+                sector_id: *sector_id,
+            },
+            Kind::Snap {
+                registered,
+                vanilla,
+                comm_r_old,
+                comm_r_new,
+                comm_d_new,
+            } => ProofRequest::SnapDeals {
                 registered: abi(ProofKind::SnapDeals, registered)?,
                 vanilla_proofs: vanilla.iter().map(read).collect::<Result<_>>()?,
                 comm_r_old: hex32("comm_r_old", comm_r_old)?,
                 comm_r_new: hex32("comm_r_new", comm_r_new)?,
                 comm_d_new: hex32("comm_d_new", comm_d_new)?,
             },
-            Kind::WindowPost { registered, vanilla, randomness, who, partition } => ProofRequest::WindowPoSt {
+            Kind::WindowPost {
+                registered,
+                vanilla,
+                randomness,
+                who,
+                partition,
+            } => ProofRequest::WindowPoSt {
                 registered: abi(ProofKind::WindowPoSt, registered)?,
                 vanilla_proofs: vanilla.iter().map(read).collect::<Result<_>>()?,
                 randomness: masked("randomness", randomness)?,
                 prover_id: who.required()?,
                 partition_index: *partition,
             },
-            Kind::WinningPost { registered, vanilla, randomness, who } => ProofRequest::WinningPoSt {
+            Kind::WinningPost {
+                registered,
+                vanilla,
+                randomness,
+                who,
+            } => ProofRequest::WinningPoSt {
                 registered: abi(ProofKind::WinningPoSt, registered)?,
                 vanilla_proofs: vanilla.iter().map(read).collect::<Result<_>>()?,
                 randomness: masked("randomness", randomness)?,

@@ -74,7 +74,12 @@ impl From<ProofKindArg> for ProofKind {
 
 pub fn run(c: Cmd) -> Result<()> {
     match c {
-        Cmd::Setup { kind, proof, params_dir, seed } => {
+        Cmd::Setup {
+            kind,
+            proof,
+            params_dir,
+            seed,
+        } => {
             let r = registered::parse(kind.into(), &proof)?;
             let dir = params::dir(params_dir.as_deref());
             let start = Instant::now();
@@ -86,7 +91,11 @@ pub fn run(c: Cmd) -> Result<()> {
                 start.elapsed().as_secs_f64()
             );
         }
-        Cmd::Layout { kind, proof, params_dir } => {
+        Cmd::Layout {
+            kind,
+            proof,
+            params_dir,
+        } => {
             let r = registered::parse(kind.into(), &proof)?;
             let start = Instant::now();
             let l = layout::of(r)?;
@@ -106,7 +115,15 @@ pub fn run(c: Cmd) -> Result<()> {
                 Ok(path) => {
                     let srs = cuzk_srs::Srs::open(&path, &cuzk_srs::OpenOptions::default())?;
                     let ok = l.matches(&srs);
-                    println!("{}: {}", path.display(), if ok { "matches".to_string() } else { format!("DIFFERS: {:?}", layout::CircuitLayout::of_srs(&srs)) });
+                    println!(
+                        "{}: {}",
+                        path.display(),
+                        if ok {
+                            "matches".to_string()
+                        } else {
+                            format!("DIFFERS: {:?}", layout::CircuitLayout::of_srs(&srs))
+                        }
+                    );
                     if !ok {
                         return Err("parameter layout differs from the circuit's".into());
                     }
@@ -114,8 +131,15 @@ pub fn run(c: Cmd) -> Result<()> {
                 Err(e) => println!("{e}"),
             }
         }
-        Cmd::Sample { proof, out, seed, all } => {
-            let Registered::Seal(p) = registered::parse(ProofKind::PoRep, &proof)? else { unreachable!() };
+        Cmd::Sample {
+            proof,
+            out,
+            seed,
+            all,
+        } => {
+            let Registered::Seal(p) = registered::parse(ProofKind::PoRep, &proof)? else {
+                unreachable!()
+            };
             sample_inputs(p, &out, seed, all)?;
         }
     }
@@ -126,14 +150,29 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-fn sample_inputs(p: RegisteredSealProof, out: &std::path::Path, seed: u64, all: bool) -> Result<()> {
+fn sample_inputs(
+    p: RegisteredSealProof,
+    out: &std::path::Path,
+    seed: u64,
+    all: bool,
+) -> Result<()> {
     std::fs::create_dir_all(out)?;
     let start = Instant::now();
     let s = sample::seal(p, &out.join("sector"), 1, seed, None)?;
     let c1 = out.join("c1.json");
     std::fs::write(&c1, &s.c1_json)?;
-    println!("sealed a {p:?} sector in {:.2} s: {} ({} bytes)", start.elapsed().as_secs_f64(), c1.display(), s.c1_json.len());
-    println!("  cuzk prove porep --c1 {} --prover-id {} --sector-id {}", c1.display(), hex(&s.prover_id), s.sector_id);
+    println!(
+        "sealed a {p:?} sector in {:.2} s: {} ({} bytes)",
+        start.elapsed().as_secs_f64(),
+        c1.display(),
+        s.c1_json.len()
+    );
+    println!(
+        "  cuzk prove porep --c1 {} --prover-id {} --sector-id {}",
+        c1.display(),
+        hex(&s.prover_id),
+        s.sector_id
+    );
     if !all {
         return Ok(());
     }
@@ -146,17 +185,41 @@ fn sample_inputs(p: RegisteredSealProof, out: &std::path::Path, seed: u64, all: 
         }
         Ok(args)
     };
-    if let ProofRequest::SnapDeals { registered, vanilla_proofs, comm_r_old, comm_r_new, comm_d_new } = sample::snap(&s, &out.join("update"), seed + 1)? {
+    if let ProofRequest::SnapDeals {
+        registered,
+        vanilla_proofs,
+        comm_r_old,
+        comm_r_new,
+        comm_d_new,
+    } = sample::snap(&s, &out.join("update"), seed + 1)?
+    {
         let v = write_vanilla("snap", &vanilla_proofs)?;
         println!("  cuzk prove snap --registered {registered}{v} --comm-r-old {} --comm-r-new {} --comm-d-new {}", hex(&comm_r_old), hex(&comm_r_new), hex(&comm_d_new));
     }
-    if let ProofRequest::WindowPoSt { registered, vanilla_proofs, randomness, prover_id, partition_index } = sample::window_post(std::slice::from_ref(&s), s.prover_id, seed + 2)? {
+    if let ProofRequest::WindowPoSt {
+        registered,
+        vanilla_proofs,
+        randomness,
+        prover_id,
+        partition_index,
+    } = sample::window_post(std::slice::from_ref(&s), s.prover_id, seed + 2)?
+    {
         let v = write_vanilla("window", &vanilla_proofs)?;
         println!("  cuzk prove window-post --registered {registered}{v} --randomness {} --prover-id {} --partition {partition_index}", hex(&randomness), hex(&prover_id));
     }
-    if let ProofRequest::WinningPoSt { registered, vanilla_proofs, randomness, prover_id } = sample::winning_post(&s, s.prover_id, seed + 3)? {
+    if let ProofRequest::WinningPoSt {
+        registered,
+        vanilla_proofs,
+        randomness,
+        prover_id,
+    } = sample::winning_post(&s, s.prover_id, seed + 3)?
+    {
         let v = write_vanilla("winning", &vanilla_proofs)?;
-        println!("  cuzk prove winning-post --registered {registered}{v} --randomness {} --prover-id {}", hex(&randomness), hex(&prover_id));
+        println!(
+            "  cuzk prove winning-post --registered {registered}{v} --randomness {} --prover-id {}",
+            hex(&randomness),
+            hex(&prover_id)
+        );
     }
     Ok(())
 }

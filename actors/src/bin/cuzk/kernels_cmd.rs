@@ -24,7 +24,9 @@ pub struct BuildArgs {
 
 fn capability(s: &str) -> Result<(i32, i32)> {
     let digits = s.trim_start_matches("sm_");
-    let n: i32 = digits.parse().map_err(|_| format!("architecture `{s}`: expected digits such as 90 or sm_90"))?;
+    let n: i32 = digits
+        .parse()
+        .map_err(|_| format!("architecture `{s}`: expected digits such as 90 or sm_90"))?;
     if !(50..=200).contains(&n) {
         return Err(format!("architecture `{s}` is not a CUDA compute capability").into());
     }
@@ -33,13 +35,26 @@ fn capability(s: &str) -> Result<(i32, i32)> {
 
 pub fn run(c: Cmd) -> Result<()> {
     let Cmd::Build(a) = c;
-    let caps = a.arch.iter().map(|s| capability(s)).collect::<Result<Vec<_>>>()?;
+    let caps = a
+        .arch
+        .iter()
+        .map(|s| capability(s))
+        .collect::<Result<Vec<_>>>()?;
     println!("# kernel cache: {}", cache_dir().display());
     for cc in caps {
         for k in compile_all(&Module::ALL, cc, true) {
             let k = k?;
-            let how = if k.from_cache { "already cached".to_string() } else { format!("compiled in {:.1} s", k.compile_secs) };
-            println!("{:<9} {}  {:>8} bytes  {how}", k.module.name(), k.arch, k.cubin.len());
+            let how = if k.from_cache {
+                "already cached".to_string()
+            } else {
+                format!("compiled in {:.1} s", k.compile_secs)
+            };
+            println!(
+                "{:<9} {}  {:>8} bytes  {how}",
+                k.module.name(),
+                k.arch,
+                k.cubin.len()
+            );
         }
     }
     Ok(())

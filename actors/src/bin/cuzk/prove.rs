@@ -67,12 +67,23 @@ pub fn run(a: Args) -> Result<()> {
     }
     let dir = a.params_dir.unwrap_or_else(crate::default_params_dir);
     let (_, size) = example(&a.circuit, a.size, 0)?;
-    let srs = example_params(&dir, &a.circuit, size, &OpenOptions { subgroup_check: a.subgroup_check, ..Default::default() })?;
-    let circuits = (0..a.partitions).map(|i| example(&a.circuit, Some(size), 1000 + i as u64).map(|(c, _)| c)).collect::<Result<Vec<_>>>()?;
+    let srs = example_params(
+        &dir,
+        &a.circuit,
+        size,
+        &OpenOptions {
+            subgroup_check: a.subgroup_check,
+            ..Default::default()
+        },
+    )?;
+    let circuits = (0..a.partitions)
+        .map(|i| example(&a.circuit, Some(size), 1000 + i as u64).map(|(c, _)| c))
+        .collect::<Result<Vec<_>>>()?;
     let d = Dims::of(&srs);
     let dev = devices::open(a.backend, a.srs_residency, Some(d.resident(1)), 512 << 20)?;
     let backend = dev.backends[0].clone();
-    let batch = Prover::new(&srs, backend.as_ref()).prove_random(circuits, &mut rand::thread_rng())?;
+    let batch =
+        Prover::new(&srs, backend.as_ref()).prove_random(circuits, &mut rand::thread_rng())?;
     println!(
         "circuit={} size={} partitions={} domain={} inputs={} aux={} backend={}",
         a.circuit,
@@ -95,6 +106,12 @@ pub fn run(a: Args) -> Result<()> {
     if let Some(out) = &a.out {
         std::fs::write(out, &bytes).map_err(|e| format!("{}: {e}", out.display()))?;
     }
-    println!("proof_bytes={} verified={}/{} s_per_proof={:.3}", bytes.len(), batch.proofs.len(), batch.proofs.len(), batch.timings.total_ms / 1e3);
+    println!(
+        "proof_bytes={} verified={}/{} s_per_proof={:.3}",
+        bytes.len(),
+        batch.proofs.len(),
+        batch.proofs.len(),
+        batch.timings.total_ms / 1e3
+    );
     Ok(())
 }

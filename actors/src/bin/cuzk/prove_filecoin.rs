@@ -29,9 +29,16 @@ pub fn run(kind: &Kind, o: &Opts) -> Result<()> {
     let mut settings = Settings::load(o.config.as_deref())?;
     settings.engine.backend = o.backend;
     let (engine, devices) = Engine::from_settings(&settings, None)?;
-    let cfg = FilecoinConfig { params_dir: Some(dir.clone()), ..Default::default() };
+    let cfg = FilecoinConfig {
+        params_dir: Some(dir.clone()),
+        ..Default::default()
+    };
     let job = engine.submit_parsed(parsed.clone(), &cfg)?;
-    println!("proof={registered} partitions={} params={} backend={devices}", job.partitions, job.params.display());
+    println!(
+        "proof={registered} partitions={} params={} backend={devices}",
+        job.partitions,
+        job.params.display()
+    );
     let out = job.handle.wait()?;
     let bytes = out.to_bytes();
     if let Some(path) = &o.out {
@@ -40,7 +47,9 @@ pub fn run(kind: &Kind, o: &Opts) -> Result<()> {
     let verified = if o.filecoin_verify {
         match verify::verify(&parsed, &bytes) {
             Ok(true) => "true".to_string(),
-            Ok(false) => return Err(format!("filecoin-proofs rejected the {registered} proof").into()),
+            Ok(false) => {
+                return Err(format!("filecoin-proofs rejected the {registered} proof").into())
+            }
             Err(e) => format!("skipped ({e})"),
         }
     } else {

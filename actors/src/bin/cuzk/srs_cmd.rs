@@ -38,36 +38,75 @@ pub enum Cmd {
 }
 
 fn opts(cache_dir: Option<PathBuf>, subgroup_check: bool) -> OpenOptions {
-    OpenOptions { subgroup_check, cache: cache_dir.map(CacheMode::Dir).unwrap_or(CacheMode::Beside) }
+    OpenOptions {
+        subgroup_check,
+        cache: cache_dir.map(CacheMode::Dir).unwrap_or(CacheMode::Beside),
+    }
 }
 
 pub fn run(cmd: Cmd) -> Result<()> {
     match cmd {
         Cmd::Inspect { file, cache_dir } => {
             let (layout, cache) = inspect(&file, &opts(cache_dir, false))?;
-            println!("file {} ({} bytes), domain 2^{}", file.display(), layout.file_len, layout.domain_size().trailing_zeros());
-            println!("{:<10} {:>14} {:>12} {:>16}", "section", "offset", "count", "bytes");
-            for s in layout.vk_points.iter().chain([&layout.ic, &layout.h, &layout.l, &layout.a, &layout.b_g1, &layout.b_g2]) {
-                println!("{:<10} {:>14} {:>12} {:>16}", s.name, s.offset, s.count, s.byte_len());
+            println!(
+                "file {} ({} bytes), domain 2^{}",
+                file.display(),
+                layout.file_len,
+                layout.domain_size().trailing_zeros()
+            );
+            println!(
+                "{:<10} {:>14} {:>12} {:>16}",
+                "section", "offset", "count", "bytes"
+            );
+            for s in layout.vk_points.iter().chain([
+                &layout.ic,
+                &layout.h,
+                &layout.l,
+                &layout.a,
+                &layout.b_g1,
+                &layout.b_g2,
+            ]) {
+                println!(
+                    "{:<10} {:>14} {:>12} {:>16}",
+                    s.name,
+                    s.offset,
+                    s.count,
+                    s.byte_len()
+                );
             }
             match cache {
                 CacheState::Disabled => println!("cache: disabled"),
                 CacheState::Missing(p) => println!("cache: missing ({})", p.display()),
                 CacheState::Valid(p) => println!("cache: valid ({})", p.display()),
-                CacheState::Stale { cache, why } => println!("cache: stale ({}): {why}", cache.display()),
+                CacheState::Stale { cache, why } => {
+                    println!("cache: stale ({}): {why}", cache.display())
+                }
             }
         }
-        Cmd::Decode { file, cache_dir, subgroup_check } => {
+        Cmd::Decode {
+            file,
+            cache_dir,
+            subgroup_check,
+        } => {
             let start = Instant::now();
             let srs = Srs::open(&file, &opts(cache_dir, subgroup_check))?;
-            println!("{:?} in {:.2} s, {} bytes of points", srs.origin(), start.elapsed().as_secs_f64(), srs.point_bytes());
+            println!(
+                "{:?} in {:.2} s, {} bytes of points",
+                srs.origin(),
+                start.elapsed().as_secs_f64(),
+                srs.point_bytes()
+            );
         }
         Cmd::Generate { circuit, size, out } => {
             let (ex, size) = example(&circuit, size, 0)?;
             let start = Instant::now();
             let params = cuzk_engine::setup::generate(ex, Example::SETUP_SEED)?;
             cuzk_srs::write_params(&out, &params)?;
-            println!("wrote {} ({circuit}, size {size}) in {:.2} s", out.display(), start.elapsed().as_secs_f64());
+            println!(
+                "wrote {} ({circuit}, size {size}) in {:.2} s",
+                out.display(),
+                start.elapsed().as_secs_f64()
+            );
         }
     }
     Ok(())
