@@ -193,9 +193,9 @@ impl ConstraintSystem<Scalar> for Assignment {
         self.a_aux_density.extend_from(&other.a_aux_density, false);
         // The other system's input 0 is its own `one`: a use of it in B is a use of ours (as
         // bellperson's `DensityTracker::extend` coalesces it); the rest are appended.
-        if other.b_input_density.len() > 0
+        if !other.b_input_density.is_empty()
             && other.b_input_density.get(0)
-            && self.b_input_density.len() > 0
+            && !self.b_input_density.is_empty()
         {
             self.b_input_density.set(0);
         }

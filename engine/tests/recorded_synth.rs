@@ -200,7 +200,7 @@ impl Circuit<Scalar> for StructureFollowsWitness {
         let x = cs.alloc(|| "x", || Ok(Scalar::from(self.0)))?;
         let y = cs.alloc(|| "y", || Ok(Scalar::from(self.0)))?;
         cs.enforce(|| "same", |l| l + x, |l| l + CS::one(), |l| l + y);
-        let v = if self.0 % 2 == 0 { x } else { y };
+        let v = if self.0.is_multiple_of(2) { x } else { y };
         cs.enforce(|| "follows", |l| l + v, |l| l + CS::one(), |l| l + x);
         Ok(())
     }

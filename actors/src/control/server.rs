@@ -25,6 +25,9 @@ use crate::metrics::{Readiness, State};
 /// job (an error names what was wrong with them; a panic is caught and reported the same way).
 pub type CustomKind = Arc<dyn Fn(&Engine, &[u8]) -> Result<JobSpec, String> + Send + Sync>;
 
+/// Applies a config file's live-changeable settings; answers what changed, or why it was refused.
+pub type ReloadFn = Arc<dyn Fn(Option<&Path>) -> Result<String, String> + Send + Sync>;
+
 /// What the server needs besides the engine.
 #[derive(Clone, Default)]
 pub struct ServerOptions {
@@ -33,8 +36,7 @@ pub struct ServerOptions {
     /// The daemon's state, shared with its other interfaces (`Status`, `Ready`, `Drain`).
     pub ready: Readiness,
     /// Applies the live-changeable settings of a config file (`Reload`); `None`: refused.
-    pub reload:
-        Option<std::sync::Arc<dyn Fn(Option<&Path>) -> Result<String, String> + Send + Sync>>,
+    pub reload: Option<ReloadFn>,
     /// Where parameters for example circuits (`ProveExample`) are kept.
     pub example_params_dir: PathBuf,
     /// Where Filecoin parameters are, and how Filecoin jobs are scheduled.

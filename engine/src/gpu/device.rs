@@ -29,6 +29,9 @@ pub fn probe() -> std::result::Result<(), String> {
     nvrtc_present().map(|_| ())
 }
 
+/// `resident_threads` answers, by (kernel, block size).
+type ResidentThreads = HashMap<(String, u32), Option<u64>>;
+
 /// One GPU with its context, its stream, and every kernel module loaded.
 pub struct GpuDevice {
     pub ctx: Arc<CudaContext>,
@@ -45,7 +48,7 @@ pub struct GpuDevice {
     epoch: Arc<(std::time::Instant, cudarc::driver::CudaEvent)>,
     /// `resident_threads` answers by (kernel, block size), shared by the forks of this GPU: the
     /// MSM planner asks for every MSM.
-    resident: Arc<std::sync::Mutex<HashMap<(String, u32), Option<u64>>>>,
+    resident: Arc<std::sync::Mutex<ResidentThreads>>,
 }
 
 const KERNELS: &[(Module, &[&str])] = &[

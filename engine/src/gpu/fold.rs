@@ -26,8 +26,7 @@ pub fn fold(
     let mut per = per_group;
     while per > 1 {
         let k = FAN_IN.min(per);
-        #[allow(clippy::manual_is_multiple_of)] // is_multiple_of needs Rust 1.87; the MSRV is 1.80
-        if groups > 1 && per % k != 0 {
+        if groups > 1 && !per.is_multiple_of(k) {
             return Err(backend_err(format!(
                 "fold: {per} points per group is not a multiple of {k}"
             )));

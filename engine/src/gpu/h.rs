@@ -94,9 +94,12 @@ pub struct HDomain {
     pub zinv: DevBuf,
 }
 
+/// (to-coset (g, f), from-coset (g, f), 1/Z on the coset).
+pub type HConstants = ((Scalar, Scalar), (Scalar, Scalar), Scalar);
+
 /// The constants of the H step for 2^log_n: (g, f) of the to-coset and from-coset power tables
 /// (n^-1 · g^k and n^-1 · g^-k) and 1/Z on the coset.
-pub fn h_constants(log_n: u32) -> Result<((Scalar, Scalar), (Scalar, Scalar), Scalar)> {
+pub fn h_constants(log_n: u32) -> Result<HConstants> {
     let n = Scalar::from(1u64 << log_n);
     let n_inv =
         Option::<Scalar>::from(n.invert()).ok_or_else(|| backend_err("1/n does not exist"))?;

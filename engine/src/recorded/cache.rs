@@ -181,7 +181,14 @@ impl RecordingCache {
                         Ok(rec) => {
                             let rec = Arc::new(rec);
                             *lock(&slot.rec) = Some(rec.clone());
-                            return self.from_held(&rec, circuit, index, n, opts, Source::File);
+                            return self.synthesize_held(
+                                &rec,
+                                circuit,
+                                index,
+                                n,
+                                opts,
+                                Source::File,
+                            );
                         }
                         Err(OpenError::Missing) => {}
                         Err(e) => {
@@ -210,12 +217,12 @@ impl RecordingCache {
                 });
             }
         };
-        self.from_held(&rec, circuit, index, n, opts, source)
+        self.synthesize_held(&rec, circuit, index, n, opts, source)
     }
 
     /// Proof `n` of a shape from its recording: witness-only, or every `check_every`-th a full
     /// synthesis compared with it.
-    fn from_held<C: Circuit<Scalar>>(
+    fn synthesize_held<C: Circuit<Scalar>>(
         &self,
         rec: &Recording,
         circuit: C,

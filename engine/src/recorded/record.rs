@@ -325,7 +325,7 @@ impl ConstraintSystem<Scalar> for Recorder {
         self.dens[0].extend_from(&other.dens[0], false);
         // bellperson's DensityTracker::extend coalesces the other's `one` into ours: a use of
         // its `one` in B marks our input 0 (FallbackPoSt's per-sector systems rely on this).
-        if other.dens[1].len() > 0 && other.dens[1].get(0) && self.dens[1].len() > 0 {
+        if !other.dens[1].is_empty() && other.dens[1].get(0) && !self.dens[1].is_empty() {
             self.dens[1].set(0);
         }
         self.dens[1].extend_from(&other.dens[1], true);

@@ -245,7 +245,7 @@ impl Recording {
     fn check_structure(&self) -> Result<(), EngineError> {
         let c = &self.counts;
         let cols = c.columns() as u64;
-        for m in 0..3 {
+        for (m, name) in MATRICES.iter().enumerate() {
             let (p, e) = (self.row_ptr(m), self.entries(m));
             if p.first() != Some(&0)
                 || p.last() != Some(&(e.len() as u64))
@@ -253,7 +253,7 @@ impl Recording {
             {
                 return Err(bad(format!(
                     "row pointers of {} are not a monotone cover of its {} entries",
-                    MATRICES[m],
+                    name,
                     e.len()
                 )));
             }
@@ -264,7 +264,7 @@ impl Recording {
             {
                 return Err(bad(format!(
                     "entry {i} of {} has a column or code out of range",
-                    MATRICES[m]
+                    name
                 )));
             }
         }
@@ -326,9 +326,9 @@ impl Recording {
                 return Some(format!("{what}: {x} recorded, {y} synthesized"));
             }
         }
-        for m in 0..3 {
+        for (m, name) in MATRICES.iter().enumerate() {
             if let Some(r) = (0..a.rows()).find(|&r| !self.row_eq(other, m, r)) {
-                return Some(format!("row {r} of {} differs", MATRICES[m]));
+                return Some(format!("row {r} of {name} differs"));
             }
         }
         if self.densities() != other.densities() {
