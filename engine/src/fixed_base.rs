@@ -57,6 +57,11 @@ where
         FixedBase { table }
     }
 
+    /// The table: 32 windows × 256 affine points, entry `j·256 + d` = `d · 256^j · g`.
+    pub fn table(&self) -> &[G::AffineRepr] {
+        &self.table
+    }
+
     pub fn mul(&self, k: &Scalar) -> G {
         let bytes = k.to_bytes_le();
         let mut acc = G::identity();

@@ -4,7 +4,9 @@
 //! [`generate`] draws the trapdoors from the RNG in bellperson's order and computes the same
 //! points as bellperson's `generate_random_parameters` — byte-identical parameters for the same
 //! seed — but with table-driven fixed-base multiplication (`fixed_base.rs`), several times
-//! faster; that is what makes a 2^22 setup practical.
+//! faster; that is what makes a 2^22 setup practical. On a GPU ([`SetupOn::Gpu`]) the same
+//! tables multiply on the device (`gpu/fixed_base.rs`), which is what makes a 2^27 setup take
+//! minutes; the points are the same either way.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -30,11 +32,67 @@ fn synth_err(source: SynthesisError) -> EngineError {
     EngineError::Synthesis { circuit: 0, source }
 }
 
+/// Where the setup's fixed-base products are computed (the points are the same).
+#[derive(Clone, Copy)]
+pub enum SetupOn<'a> {
+    /// The CPU tables, on every core (rayon).
+    Cpu,
+    /// One GPU.
+    Gpu(&'a crate::gpu::GpuDevice),
+}
+
+/// The window tables of the two generators, and where they multiply.
+struct Tables<'a> {
+    on: SetupOn<'a>,
+    t1: FixedBase<G1Projective>,
+    t2: FixedBase<G2Projective>,
+}
+
+impl Tables<'_> {
+    /// `k · g1` for every `k`, each section timed in the log.
+    fn g1(&self, what: &str, ks: &[Scalar]) -> Result<Vec<G1Affine>, EngineError> {
+        let t = std::time::Instant::now();
+        let out = match self.on {
+            SetupOn::Cpu => self.t1.mul_all(ks),
+            SetupOn::Gpu(d) => crate::gpu::fixed_base::mul_all_g1(d, &self.t1, ks)?,
+        };
+        log::info!(
+            "setup: {what}: {} G1 products in {:.2?}",
+            ks.len(),
+            t.elapsed()
+        );
+        Ok(out)
+    }
+
+    fn g2(&self, what: &str, ks: &[Scalar]) -> Result<Vec<G2Affine>, EngineError> {
+        let t = std::time::Instant::now();
+        let out = match self.on {
+            SetupOn::Cpu => self.t2.mul_all(ks),
+            SetupOn::Gpu(d) => crate::gpu::fixed_base::mul_all_g2(d, &self.t2, ks)?,
+        };
+        log::info!(
+            "setup: {what}: {} G2 products in {:.2?}",
+            ks.len(),
+            t.elapsed()
+        );
+        Ok(out)
+    }
+}
+
 /// Parameters for `circuit` from trapdoors drawn from `rng` (bellperson's order: g1, g2, α, β,
 /// γ, δ, τ).
 pub fn generate_with<C: Circuit<Scalar> + Clone>(
     circuit: C,
     rng: &mut dyn RngCore,
+) -> Result<Parameters<Bls12>, EngineError> {
+    generate_on(circuit, rng, SetupOn::Cpu)
+}
+
+/// [`generate_with`], its fixed-base products computed `on` the CPU or a GPU.
+pub fn generate_on<C: Circuit<Scalar> + Clone>(
+    circuit: C,
+    rng: &mut dyn RngCore,
+    on: SetupOn<'_>,
 ) -> Result<Parameters<Bls12>, EngineError> {
     let g1 = G1Projective::random(&mut *rng);
     let g2 = G2Projective::random(&mut *rng);
@@ -44,7 +102,12 @@ pub fn generate_with<C: Circuit<Scalar> + Clone>(
     let delta = Scalar::random(&mut *rng);
     let tau = Scalar::random(&mut *rng);
 
+    let started = std::time::Instant::now();
     let (inputs, aux, rows) = count(circuit.clone()).map_err(synth_err)?;
+    log::info!(
+        "setup: counted {rows} constraints, {inputs} inputs, {aux} aux in {:.2?}",
+        started.elapsed()
+    );
     let n = rows.max(1).next_power_of_two();
     let domain =
         Domain::new(n).ok_or_else(|| synth_err(SynthesisError::PolynomialDegreeTooLarge))?;
@@ -61,8 +124,11 @@ pub fn generate_with<C: Circuit<Scalar> + Clone>(
             p *= tau;
         }
     });
-    let t1 = FixedBase::new(g1);
-    let t2 = FixedBase::new(g2);
+    let tables = Tables {
+        on,
+        t1: FixedBase::new(g1),
+        t2: FixedBase::new(g2),
+    };
 
     // H: τ^i · Z(τ) / δ for i < n − 1.
     let z_over_delta = (tau.pow_vartime([n as u64]) - Scalar::ONE) * delta_inv;
@@ -70,31 +136,33 @@ pub fn generate_with<C: Circuit<Scalar> + Clone>(
         .par_iter()
         .map(|p| *p * z_over_delta)
         .collect();
-    let h = t1.mul_all(&h_exps);
+    let h = tables.g1("H", &h_exps)?;
     drop(h_exps);
 
     // Lagrange coefficients at τ, then every variable's u, v, w at τ.
+    let t = std::time::Instant::now();
     domain.ifft(&mut powers);
     let q = evaluate(circuit, &powers, (inputs, aux)).map_err(synth_err)?;
     drop(powers);
+    log::info!("setup: QAP evaluated at τ in {:.2?}", t.elapsed());
 
     // A and B queries: inputs then aux; zero polynomials give the identity and are dropped.
     let mut u = q.u_inputs.clone();
     u.extend_from_slice(&q.u_aux);
     let mut v = q.v_inputs.clone();
     v.extend_from_slice(&q.v_aux);
-    let a: Vec<G1Affine> = t1
-        .mul_all(&u)
+    let a: Vec<G1Affine> = tables
+        .g1("A", &u)?
         .into_iter()
         .filter(|p| !bool::from(p.is_identity()))
         .collect();
-    let b_g1: Vec<G1Affine> = t1
-        .mul_all(&v)
+    let b_g1: Vec<G1Affine> = tables
+        .g1("B_G1", &v)?
         .into_iter()
         .filter(|p| !bool::from(p.is_identity()))
         .collect();
-    let b_g2: Vec<G2Affine> = t2
-        .mul_all(&v)
+    let b_g2: Vec<G2Affine> = tables
+        .g2("B_G2", &v)?
         .into_iter()
         .filter(|p| !bool::from(p.is_identity()))
         .collect();
@@ -108,8 +176,8 @@ pub fn generate_with<C: Circuit<Scalar> + Clone>(
             .map(|((u, v), w)| (*u * beta + *v * alpha + w) * inv)
             .collect()
     };
-    let ic = t1.mul_all(&ext(&q.u_inputs, &q.v_inputs, &q.w_inputs, gamma_inv));
-    let l = t1.mul_all(&ext(&q.u_aux, &q.v_aux, &q.w_aux, delta_inv));
+    let ic = tables.g1("IC", &ext(&q.u_inputs, &q.v_inputs, &q.w_inputs, gamma_inv))?;
+    let l = tables.g1("L", &ext(&q.u_aux, &q.v_aux, &q.w_aux, delta_inv))?;
     if l.iter().any(|p| bool::from(p.is_identity())) {
         return Err(synth_err(SynthesisError::UnconstrainedVariable));
     }
@@ -139,8 +207,17 @@ pub fn generate<C: Circuit<Scalar> + Clone>(
     circuit: C,
     seed: u64,
 ) -> Result<Parameters<Bls12>, EngineError> {
+    generate_seeded_on(circuit, seed, SetupOn::Cpu)
+}
+
+/// [`generate`] with its products `on` the CPU or a GPU.
+pub fn generate_seeded_on<C: Circuit<Scalar> + Clone>(
+    circuit: C,
+    seed: u64,
+    on: SetupOn<'_>,
+) -> Result<Parameters<Bls12>, EngineError> {
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    generate_with(circuit, &mut rng)
+    generate_on(circuit, &mut rng, on)
 }
 
 /// Writes parameters for `circuit` (seeded by `seed`) to `path` unless the file exists; returns

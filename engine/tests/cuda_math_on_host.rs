@@ -1030,3 +1030,72 @@ fn recorded_products_match_the_cpu_on_the_host() {
         }
     }
 }
+
+/// The setup's fixed-base program: the curve headers, `cuda-src/fixed_base.cu` and its driver.
+const FIXED_BASE: &[&str] = &[
+    "tests/host_math/shim.h",
+    "tests/host_math/kernels_shim.h",
+    "../cuda-src/field.cuh",
+    "../cuda-src/fr.cuh",
+    "../cuda-src/fp.cuh",
+    "../cuda-src/fp2.cuh",
+    "../cuda-src/curve.cuh",
+    "../cuda-src/fixed_base.cu",
+    "tests/host_math/fixed_base_driver.cpp",
+];
+
+/// The fixed-base kernel's XYZZ products of `ks` over `table` (G1: curve 1, G2: curve 2).
+fn host_fixed_base(exe: &Path, curve: u32, table: &[u8], ks: &[Scalar]) -> Vec<u8> {
+    let canon: Vec<[u8; 32]> = ks.iter().map(|k| k.to_bytes_le()).collect();
+    let req = [
+        le_words(&[curve]),
+        (ks.len() as u64).to_le_bytes().to_vec(),
+        table.to_vec(),
+        as_bytes(&canon).to_vec(),
+    ]
+    .concat();
+    exchange(exe, &req, "host fixed-base multiplication failed")
+}
+
+/// Scalars for the fixed-base checks: random ones, then 0, 1, −1, single bytes at the window
+/// edges, 256^j, and r − 256 (every byte but the lowest at its top value).
+fn fixed_base_scalars(rng: &mut ChaCha20Rng, random: usize) -> Vec<Scalar> {
+    let mut ks: Vec<Scalar> = (0..random).map(|_| Scalar::random(&mut *rng)).collect();
+    ks.extend([
+        Scalar::ZERO,
+        Scalar::ONE,
+        -Scalar::ONE,
+        Scalar::from(255u64),
+        Scalar::from(256u64),
+        Scalar::from(1u64 << 63),
+        Scalar::from(2u64).pow_vartime([248u64]),
+        -Scalar::from(256u64),
+    ]);
+    ks
+}
+
+#[test]
+fn fixed_base_matches_blstrs_on_the_host() {
+    use cuzk_engine::fixed_base::FixedBase;
+    let Some(exe) = program(FIXED_BASE, "") else {
+        return;
+    };
+    let mut rng = rng();
+    let g1 = G1Projective::random(&mut rng);
+    let t1 = FixedBase::new(g1);
+    let ks = fixed_base_scalars(&mut rng, 200);
+    let raw = host_fixed_base(&exe, 1, as_bytes(t1.table()), &ks);
+    assert_eq!(raw.len(), ks.len() * 192);
+    for (i, k) in ks.iter().enumerate() {
+        let got = g1_from_xyzz(&raw[192 * i..192 * (i + 1)]);
+        assert_eq!(got, g1 * k, "G1 fixed-base product {i} ({k:?})");
+    }
+    let g2 = G2Projective::random(&mut rng);
+    let t2 = FixedBase::new(g2);
+    let ks = fixed_base_scalars(&mut rng, 40);
+    let raw = host_fixed_base(&exe, 2, as_bytes(t2.table()), &ks);
+    for (i, k) in ks.iter().enumerate() {
+        let got = g2_from_xyzz(&raw[384 * i..384 * (i + 1)]);
+        assert_eq!(got, g2 * k, "G2 fixed-base product {i} ({k:?})");
+    }
+}

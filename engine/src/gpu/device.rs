@@ -102,6 +102,7 @@ const KERNELS: &[(Module, &[&str])] = &[
         ],
     ),
     (Module::Spmv, &["spmv_rows", "spmv_unsatisfied"]),
+    (Module::FixedBase, &["fixed_base_g1", "fixed_base_g2"]),
 ];
 
 impl GpuDevice {

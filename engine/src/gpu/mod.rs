@@ -6,6 +6,7 @@ pub mod batch_add;
 pub mod bench;
 pub mod buf;
 pub mod device;
+pub mod fixed_base;
 pub mod fold;
 pub mod h;
 pub mod msm;

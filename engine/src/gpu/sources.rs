@@ -26,16 +26,19 @@ pub enum Module {
     BatchAdd,
     /// Sparse matrix–vector products of a recorded constraint system (a, b, c from the witness).
     Spmv,
+    /// Fixed-base multiplication over G1 and G2, for the setup.
+    FixedBase,
 }
 
 impl Module {
-    pub const ALL: [Module; 6] = [
+    pub const ALL: [Module; 7] = [
         Module::Arith,
         Module::Ntt,
         Module::H,
         Module::Msm,
         Module::BatchAdd,
         Module::Spmv,
+        Module::FixedBase,
     ];
 
     pub fn name(self) -> &'static str {
@@ -46,6 +49,7 @@ impl Module {
             Module::Msm => "msm",
             Module::BatchAdd => "batch_add",
             Module::Spmv => "spmv",
+            Module::FixedBase => "fixed_base",
         }
     }
 
@@ -55,7 +59,7 @@ impl Module {
             Module::Ntt | Module::H => vec![COMMON, FIELD, FR, BITREV],
             Module::Spmv => vec![COMMON, FIELD, FR],
             Module::Arith => vec![COMMON, FIELD, FR, FR52, FP, FP2],
-            Module::Msm | Module::BatchAdd => {
+            Module::Msm | Module::BatchAdd | Module::FixedBase => {
                 let mut v = fields;
                 v.push(CURVE);
                 v
@@ -71,6 +75,10 @@ impl Module {
                 include_str!("../../../cuda-src/batch_add.cu"),
             ),
             Module::Spmv => ("spmv.cu", include_str!("../../../cuda-src/spmv.cu")),
+            Module::FixedBase => (
+                "fixed_base.cu",
+                include_str!("../../../cuda-src/fixed_base.cu"),
+            ),
         });
         parts
     }
