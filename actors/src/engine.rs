@@ -281,6 +281,25 @@ impl Engine {
         rx.recv().map_err(|_| "engine stopped".to_string())?
     }
 
+    /// Installs parameters built in memory under `path`, where jobs find them as if loaded
+    /// from that file (`cuzk filecoin setup --into-engine`: no file, no decode cache on disk).
+    pub fn install_srs(&self, path: &Path, srs: Arc<Srs>) -> Result<(), String> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.loader.do_send(crate::srs_loader::Install {
+            path: path.into(),
+            srs,
+            reply: tx,
+        });
+        rx.recv().map_err(|_| "engine stopped".to_string())?
+    }
+
+    /// Whether parameters are loaded (or installed) under `path`.
+    pub fn has_srs(&self, path: &Path) -> bool {
+        self.loaded_srs()
+            .map(|l| l.iter().any(|s| s.path == path))
+            .unwrap_or(false)
+    }
+
     pub fn evict_srs(&self, path: &Path) -> Result<(), String> {
         let (tx, rx) = crossbeam_channel::bounded(1);
         self.loader.do_send(Evict {

@@ -105,7 +105,20 @@ impl Engine {
     ) -> Result<FilecoinJob, String> {
         let registered = parsed.registered();
         let dir = params::dir(cfg.params_dir.as_deref());
-        let path = params::locate(registered, &dir).map_err(|e| e.to_string())?;
+        let path = match params::locate(registered, &dir) {
+            Ok(path) => path,
+            // Parameters set up straight into this engine stand where their file would be.
+            Err(missing) => {
+                let path = registered
+                    .params_file_name()
+                    .map(|f| dir.join(f))
+                    .map_err(|e| e.to_string())?;
+                if !self.has_srs(&path) {
+                    return Err(missing.to_string());
+                }
+                path
+            }
+        };
         let srs = self.load_srs(&path)?;
         let spec =
             job_spec(parsed, srs, (cfg.priority)(registered.kind())).map_err(|e| e.to_string())?;

@@ -1,6 +1,9 @@
 //! SrsLoader: owns the parameter files. Each is opened once (through cuzk-srs and its decode
 //! cache) and handed out as a shared handle; evicting a handle a job still holds is refused;
 //! handles idle longer than the configured time are evicted (least recently used first).
+//! Parameters built in memory (a setup run into the engine, no file behind them) are installed
+//! under the path they stand for, and kept until evicted by name: idle eviction skips them,
+//! since they cannot be opened again.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -59,6 +62,32 @@ impl Handler<Load> for SrsLoader {
     }
 }
 
+/// Installs parameters built in memory under `path` (where their file would be), replacing
+/// nothing: a path already loaded is refused.
+pub struct Install {
+    pub path: PathBuf,
+    pub srs: Arc<Srs>,
+    pub reply: Sender<Result<(), String>>,
+}
+impl Message for Install {
+    type Result = ();
+}
+impl Handler<Install> for SrsLoader {
+    type Result = ();
+    fn handle(&mut self, msg: Install, _: &mut SyncContext<Self>) {
+        let result = if self.loaded.contains_key(&msg.path) {
+            Err(format!(
+                "{}: parameters are already loaded there",
+                msg.path.display()
+            ))
+        } else {
+            self.loaded.insert(msg.path, (msg.srs, Instant::now()));
+            Ok(())
+        };
+        let _ = msg.reply.send(result);
+    }
+}
+
 /// Drops the loader's handle to `path`; refused while anyone else holds it.
 pub struct Evict {
     pub path: PathBuf,
@@ -102,7 +131,9 @@ impl Handler<EvictIdle> for SrsLoader {
         let mut idle: Vec<(Instant, PathBuf)> = self
             .loaded
             .iter()
-            .filter(|(_, (srs, used))| Arc::strong_count(srs) == 1 && now - *used >= msg.idle)
+            .filter(|(_, (srs, used))| {
+                Arc::strong_count(srs) == 1 && now - *used >= msg.idle && srs.layout().is_some()
+            })
             .map(|(p, (_, used))| (*used, p.clone()))
             .collect();
         idle.sort();

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use bellperson::Circuit;
 use blstrs::Scalar;
+use cuzk_engine::setup::SetupOn;
 use cuzk_srs::{write_params, Srs};
 
 use crate::error::FilecoinError;
@@ -77,6 +78,16 @@ pub fn generate(
     dir: &Path,
     seed: u64,
 ) -> Result<(PathBuf, bool), FilecoinError> {
+    generate_on(registered, dir, seed, SetupOn::Cpu)
+}
+
+/// [`generate`], the setup's products computed `on` the CPU or a GPU (the same file either way).
+pub fn generate_on(
+    registered: Registered,
+    dir: &Path,
+    seed: u64,
+    on: SetupOn<'_>,
+) -> Result<(PathBuf, bool), FilecoinError> {
     let path = dir.join(registered.params_file_name()?);
     let generated = if path.is_file() {
         false
@@ -85,7 +96,7 @@ pub fn generate(
             file: dir.to_path_buf(),
             detail: e.to_string(),
         })?;
-        let params = blank(registered, Setup { seed })??;
+        let params = blank(registered, Setup { seed, on })??;
         let tmp = path.with_extension(format!("params.tmp.{}", std::process::id()));
         write_params(&tmp, &params).map_err(|e| FilecoinError::Params {
             file: tmp.clone(),
@@ -106,6 +117,48 @@ pub fn generate(
     Ok((path, generated))
 }
 
+/// Generates parameters for `registered` with cuzk's seeded setup straight into memory: no
+/// `.params` file and no decode cache on disk (a 32 GiB PoRep set is ~47 GB, which a host's
+/// disk may not hold twice). Only the small `.vk` file is written to `dir` (filecoin-proofs'
+/// verifiers read it); an existing `.vk` must be this set's, else it is an error. Returns the
+/// parameters and the path they stand for (where their file would be), for
+/// `Engine::install_srs`.
+pub fn generate_in_memory(
+    registered: Registered,
+    dir: &Path,
+    seed: u64,
+    on: SetupOn<'_>,
+) -> Result<(Srs, PathBuf), FilecoinError> {
+    let path = dir.join(registered.params_file_name()?);
+    std::fs::create_dir_all(dir).map_err(|e| FilecoinError::Params {
+        file: dir.to_path_buf(),
+        detail: e.to_string(),
+    })?;
+    let srs = Srs::from_owned(blank(registered, Setup { seed, on })??);
+    let vk = ensure_vk(registered, dir, &srs)?;
+    let mut ours = Vec::new();
+    srs.vk()
+        .write(&mut ours)
+        .map_err(|e| FilecoinError::Params {
+            file: vk.clone(),
+            detail: e.to_string(),
+        })?;
+    let theirs = std::fs::read(&vk).map_err(|e| FilecoinError::Params {
+        file: vk.clone(),
+        detail: e.to_string(),
+    })?;
+    if ours != theirs {
+        return Err(FilecoinError::Params {
+            file: vk,
+            detail: format!(
+                "this verifying key belongs to other parameters than the ones just set up \
+                 (seed {seed}); move it away to verify against the new ones"
+            ),
+        });
+    }
+    Ok((srs, path))
+}
+
 /// Hands `registered`'s blank (witness-free) partition circuit to `sink`.
 pub fn blank<S: BlankSink>(registered: Registered, sink: S) -> Result<S::Out, FilecoinError> {
     match registered {
@@ -115,14 +168,17 @@ pub fn blank<S: BlankSink>(registered: Registered, sink: S) -> Result<S::Out, Fi
     }
 }
 
-struct Setup {
+struct Setup<'a> {
     seed: u64,
+    on: SetupOn<'a>,
 }
 
-impl BlankSink for Setup {
+impl BlankSink for Setup<'_> {
     type Out = Result<bellperson::groth16::Parameters<blstrs::Bls12>, FilecoinError>;
     fn take<C: Circuit<Scalar> + Clone + Send + 'static>(self, blank: C) -> Self::Out {
-        Ok(cuzk_engine::setup::generate(blank, self.seed)?)
+        Ok(cuzk_engine::setup::generate_seeded_on(
+            blank, self.seed, self.on,
+        )?)
     }
 }
 

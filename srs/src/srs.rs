@@ -182,6 +182,27 @@ impl Srs {
         }
     }
 
+    /// Takes parameters built in memory (a setup's output) without copying their points where
+    /// nobody else holds them.
+    pub fn from_owned(params: Parameters<Bls12>) -> Srs {
+        fn take<T: Clone>(v: std::sync::Arc<Vec<T>>) -> Vec<T> {
+            std::sync::Arc::try_unwrap(v).unwrap_or_else(|shared| shared.to_vec())
+        }
+        Srs {
+            path: PathBuf::from("<memory>"),
+            layout: None,
+            vk: params.vk,
+            points: Points::Owned {
+                h: take(params.h),
+                l: take(params.l),
+                a: take(params.a),
+                b_g1: take(params.b_g1),
+                b_g2: take(params.b_g2),
+            },
+            origin: Origin::InMemory { cache_error: None },
+        }
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }

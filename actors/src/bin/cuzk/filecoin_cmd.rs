@@ -25,6 +25,10 @@ pub enum Cmd {
         params_dir: Option<PathBuf>,
         #[arg(long, default_value_t = params::DEV_SETUP_SEED)]
         seed: u64,
+        /// Compute the setup's fixed-base products on this GPU (same file as the CPU setup's;
+        /// what makes a 2^27 setup take minutes).
+        #[arg(long)]
+        gpu: Option<usize>,
     },
     /// The parameter layout a registered proof's circuit needs, counted from its blank circuit,
     /// and how an existing parameter file compares.
@@ -79,11 +83,19 @@ pub fn run(c: Cmd) -> Result<()> {
             proof,
             params_dir,
             seed,
+            gpu,
         } => {
             let r = registered::parse(kind.into(), &proof)?;
             let dir = params::dir(params_dir.as_deref());
+            // The setup logs its phases through the engine's `log` facade.
+            cuzk_actors::log::bridge();
             let start = Instant::now();
-            let (path, generated) = params::generate(r, &dir, seed)?;
+            let dev = gpu.map(cuzk_engine::gpu::GpuDevice::open).transpose()?;
+            let on = match &dev {
+                Some(d) => cuzk_engine::setup::SetupOn::Gpu(d),
+                None => cuzk_engine::setup::SetupOn::Cpu,
+            };
+            let (path, generated) = params::generate_on(r, &dir, seed, on)?;
             println!(
                 "{r}: {} {} in {:.1} s (cuzk local setup, seed {seed}: not the production parameters)",
                 if generated { "generated" } else { "already present:" },
