@@ -41,6 +41,16 @@ pub struct Args {
     /// Write the stream's timeline here as JSON and SVG.
     #[arg(long)]
     timeline_dir: Option<PathBuf>,
+    /// Where the parameter file is absent: set the parameters up (cuzk's seeded setup, not the
+    /// production ones) straight into the engine's memory, writing only the `.vk` (a 32 GiB set
+    /// is ~47 GB: no file and no decode cache on disk).
+    #[arg(long)]
+    setup_into_engine: bool,
+    /// The GPU that computes that setup's fixed-base products (else the CPU).
+    #[arg(long)]
+    setup_gpu: Option<usize>,
+    #[arg(long, default_value_t = params::DEV_SETUP_SEED)]
+    setup_seed: u64,
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -69,6 +79,31 @@ pub fn run(a: Args) -> Result<()> {
         settings.engine.backend = b;
     }
     let (engine, devices) = Engine::from_settings(&settings, None)?;
+    if a.setup_into_engine && params::locate(registered, &dir).is_err() {
+        cuzk_actors::log::bridge();
+        let start = Instant::now();
+        let dev = a
+            .setup_gpu
+            .map(cuzk_engine::gpu::GpuDevice::open)
+            .transpose()?;
+        let on = match &dev {
+            Some(d) => cuzk_engine::setup::SetupOn::Gpu(d),
+            None => cuzk_engine::setup::SetupOn::Cpu,
+        };
+        let (srs, path) = params::generate_in_memory(registered, &dir, a.setup_seed, on)?;
+        drop(dev);
+        let points = srs.h().len() + srs.l().len() + srs.a().len() + srs.b_g1().len();
+        engine.install_srs(&path, std::sync::Arc::new(srs))?;
+        println!(
+            "# setup into the engine: {:.1} s ({points} G1 points and the G2 B query, seed {}, \
+             on {}; {} stands for them, not written)",
+            start.elapsed().as_secs_f64(),
+            a.setup_seed,
+            a.setup_gpu
+                .map_or("the CPU".to_string(), |g| format!("GPU {g}")),
+            path.display()
+        );
+    }
     let cfg = FilecoinConfig {
         params_dir: Some(dir),
         ..Default::default()
