@@ -29,6 +29,10 @@ pub enum Cmd {
         /// what makes a 2^27 setup take minutes).
         #[arg(long)]
         gpu: Option<usize>,
+        /// Set up into memory only and report the time (no `.params` file, no decode cache;
+        /// the `.vk` is written): the measurement of a setup too large for the disk twice.
+        #[arg(long)]
+        in_memory: bool,
     },
     /// The parameter layout a registered proof's circuit needs, counted from its blank circuit,
     /// and how an existing parameter file compares.
@@ -84,6 +88,7 @@ pub fn run(c: Cmd) -> Result<()> {
             params_dir,
             seed,
             gpu,
+            in_memory,
         } => {
             let r = registered::parse(kind.into(), &proof)?;
             let dir = params::dir(params_dir.as_deref());
@@ -95,6 +100,22 @@ pub fn run(c: Cmd) -> Result<()> {
                 Some(d) => cuzk_engine::setup::SetupOn::Gpu(d),
                 None => cuzk_engine::setup::SetupOn::Cpu,
             };
+            if in_memory {
+                let (srs, path) = params::generate_in_memory(r, &dir, seed, on)?;
+                println!(
+                    "{r}: set up in memory in {:.1} s: h={} l={} a={} b_g1={} b_g2={} ({} stands \
+                     for them, not written; cuzk local setup, seed {seed}: not the production \
+                     parameters)",
+                    start.elapsed().as_secs_f64(),
+                    srs.h().len(),
+                    srs.l().len(),
+                    srs.a().len(),
+                    srs.b_g1().len(),
+                    srs.b_g2().len(),
+                    path.display()
+                );
+                return Ok(());
+            }
             let (path, generated) = params::generate_on(r, &dir, seed, on)?;
             println!(
                 "{r}: {} {} in {:.1} s (cuzk local setup, seed {seed}: not the production parameters)",
