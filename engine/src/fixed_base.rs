@@ -1,8 +1,10 @@
 //! Fixed-base multiplication in batches: `k_i · g` for many scalars `k_i` and one base `g`, by
 //! byte windows over a precomputed table (`T[j][d] = d · 256^j · g`), so each product costs 32
-//! mixed additions; results are normalised to affine in one batch per chunk.
+//! mixed additions; results are normalised to affine in one batch per chunk (one inversion a
+//! chunk, by Montgomery's trick: blstrs' `batch_normalize` inverts every point on its own).
 
-use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use ff::Field;
 use group::prime::PrimeCurveAffine;
 use group::{Curve, Group};
 use rayon::prelude::*;
@@ -13,17 +15,61 @@ where
     Self::AffineRepr: PrimeCurveAffine + Send + Sync + Copy,
 {
     fn add_affine(&mut self, p: &Self::AffineRepr);
+    /// `out[i]` = `p[i]` in affine form, with one field inversion for the whole slice.
+    fn to_affine_batch(p: &[Self], out: &mut [Self::AffineRepr]);
+}
+
+/// Jacobian (X, Y, Z) → affine (X/Z², Y/Z³) for every point, `None` for Z = 0, with one
+/// inversion: the running products of the Z's, inverted once, walked back.
+fn jacobian_to_affine<F: Field>(pts: &[(F, F, F)]) -> Vec<Option<(F, F)>> {
+    let mut prefix = Vec::with_capacity(pts.len());
+    let mut acc = F::ONE;
+    for (_, _, z) in pts {
+        prefix.push(acc);
+        if !bool::from(z.is_zero()) {
+            acc *= z;
+        }
+    }
+    // acc is a product of non-zero values, so it has an inverse.
+    let mut inv = Option::<F>::from(acc.invert()).unwrap_or(F::ZERO);
+    let mut out = vec![None; pts.len()];
+    for (i, (x, y, z)) in pts.iter().enumerate().rev() {
+        if bool::from(z.is_zero()) {
+            continue;
+        }
+        let zi = inv * prefix[i];
+        inv *= z;
+        let zi2 = zi.square();
+        out[i] = Some((*x * zi2, *y * zi2 * zi));
+    }
+    out
 }
 
 impl FixedBaseGroup for G1Projective {
     fn add_affine(&mut self, p: &G1Affine) {
         *self += p;
     }
+    fn to_affine_batch(p: &[Self], out: &mut [G1Affine]) {
+        let pts: Vec<(Fp, Fp, Fp)> = p.iter().map(|q| (q.x(), q.y(), q.z())).collect();
+        for (o, a) in out.iter_mut().zip(jacobian_to_affine(&pts)) {
+            *o = a.map_or(G1Affine::identity(), |(x, y)| {
+                G1Affine::from_raw_unchecked(x, y, false)
+            });
+        }
+    }
 }
 
 impl FixedBaseGroup for G2Projective {
     fn add_affine(&mut self, p: &G2Affine) {
         *self += p;
+    }
+    fn to_affine_batch(p: &[Self], out: &mut [G2Affine]) {
+        let pts: Vec<(Fp2, Fp2, Fp2)> = p.iter().map(|q| (q.x(), q.y(), q.z())).collect();
+        for (o, a) in out.iter_mut().zip(jacobian_to_affine(&pts)) {
+            *o = a.map_or(G2Affine::identity(), |(x, y)| {
+                G2Affine::from_raw_unchecked(x, y, false)
+            });
+        }
     }
 }
 
@@ -53,7 +99,7 @@ where
             }
         }
         let mut table = vec![G::AffineRepr::identity(); 32 * 256];
-        G::batch_normalize(&proj, &mut table);
+        G::to_affine_batch(&proj, &mut table);
         FixedBase { table }
     }
 
@@ -80,7 +126,7 @@ where
             .zip(ks.par_chunks(1024))
             .for_each(|(o, k)| {
                 let proj: Vec<G> = k.iter().map(|k| self.mul(k)).collect();
-                G::batch_normalize(&proj, o);
+                G::to_affine_batch(&proj, o);
             });
         out
     }
@@ -89,7 +135,6 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ff::Field;
     use rand::SeedableRng;
 
     #[test]
@@ -106,7 +151,10 @@ mod tests {
             -Scalar::ONE,
             Scalar::from(255u64),
             Scalar::from(256u64),
+            Scalar::ZERO,
         ]);
+        // Zeros inside a batch (the identity, Z = 0) must not disturb their neighbours.
+        ks.swap(3, 50);
         let a1 = t1.mul_all(&ks);
         let a2 = t2.mul_all(&ks);
         for (i, k) in ks.iter().enumerate() {
