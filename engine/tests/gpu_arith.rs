@@ -54,10 +54,9 @@ fn with_edges<T: Copy>(mut v: Vec<T>, edges: [T; 3]) -> Vec<T> {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU (libcuda): run `make test-gpu`, or tests/gpu/run-gpu-tests.sh .gpu on a GPU machine"]
 fn field_arithmetic_matches_blstrs() {
-    let Some(b) = backend("field_arithmetic_matches_blstrs") else {
-        return;
-    };
+    let b = backend("field_arithmetic_matches_blstrs");
     let dev = b.device();
     let mut rng = rng("field_arithmetic_matches_blstrs");
     let n = 4099;
@@ -134,10 +133,9 @@ fn field_arithmetic_matches_blstrs() {
 /// x·y^rounds, for Fr (the 32-bit product, the FP64-pipe one and the two mixed) and Fp, one and
 /// four chains.
 #[test]
+#[ignore = "needs a CUDA GPU (libcuda): run `make test-gpu`, or tests/gpu/run-gpu-tests.sh .gpu on a GPU machine"]
 fn product_chains_match_blstrs() {
-    let Some(b) = backend("product_chains_match_blstrs") else {
-        return;
-    };
+    let b = backend("product_chains_match_blstrs");
     let dev = b.device();
     let mut rng = rng("product_chains_match_blstrs");
     let (n, rounds) = (300u64, 7u32);

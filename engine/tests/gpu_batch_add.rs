@@ -31,10 +31,9 @@ fn sum_selected<G: Group, A: Copy + Into<G>>(bases: &[A], bits: &[u64]) -> G {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU (libcuda): run `make test-gpu`, or tests/gpu/run-gpu-tests.sh .gpu on a GPU machine"]
 fn batch_add_g1_matches_cpu() {
-    let Some(b) = backend("batch_add_g1_matches_cpu") else {
-        return;
-    };
+    let b = backend("batch_add_g1_matches_cpu");
     let mut rng = rng("batch_add_g1_matches_cpu");
     for n in [1usize, 2, 63, 64, 65, 1000, 100_003, 1 << 18] {
         let mut bases = g1_points(&mut rng, n);
@@ -55,10 +54,9 @@ fn batch_add_g1_matches_cpu() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU (libcuda): run `make test-gpu`, or tests/gpu/run-gpu-tests.sh .gpu on a GPU machine"]
 fn batch_add_g2_matches_cpu() {
-    let Some(b) = backend("batch_add_g2_matches_cpu") else {
-        return;
-    };
+    let b = backend("batch_add_g2_matches_cpu");
     let mut rng = rng("batch_add_g2_matches_cpu");
     for n in [1usize, 64, 65, 1000, 20_011] {
         let mut bases = g2_points(&mut rng, n);
@@ -79,10 +77,9 @@ fn batch_add_g2_matches_cpu() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU (libcuda): run `make test-gpu`, or tests/gpu/run-gpu-tests.sh .gpu on a GPU machine"]
 fn batch_add_rejects_short_bitmap() {
-    let Some(b) = backend("batch_add_rejects_short_bitmap") else {
-        return;
-    };
+    let b = backend("batch_add_rejects_short_bitmap");
     let mut rng = rng("batch_add_rejects_short_bitmap");
     let bases = g1_points(&mut rng, 130);
     assert!(b.batch_add_g1(&bases, &[0u64; 2]).is_err());

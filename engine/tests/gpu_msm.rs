@@ -38,10 +38,9 @@ fn check_g2(b: &dyn Backend, n: usize, rng: &mut impl rand::RngCore, edges: bool
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU (libcuda): run `make test-gpu`, or tests/gpu/run-gpu-tests.sh .gpu on a GPU machine"]
 fn msm_g1_matches_cpu() {
-    let Some(b) = backend("msm_g1_matches_cpu") else {
-        return;
-    };
+    let b = backend("msm_g1_matches_cpu");
     let mut rng = rng("msm_g1_matches_cpu");
     for n in [1usize, 2, 3, 8, 31, 100, 1000, 4099, 65_537] {
         check_g1(b, n, &mut rng, false);
@@ -51,19 +50,17 @@ fn msm_g1_matches_cpu() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU (libcuda): run `make test-gpu`, or tests/gpu/run-gpu-tests.sh .gpu on a GPU machine"]
 fn msm_g1_large_uses_16_bit_windows() {
-    let Some(b) = backend("msm_g1_large_uses_16_bit_windows") else {
-        return;
-    };
+    let b = backend("msm_g1_large_uses_16_bit_windows");
     let mut rng = rng("msm_g1_large_uses_16_bit_windows");
     check_g1(b, (1 << 20) + 5, &mut rng, true);
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU (libcuda): run `make test-gpu`, or tests/gpu/run-gpu-tests.sh .gpu on a GPU machine"]
 fn msm_g1_degenerate_scalars() {
-    let Some(b) = backend("msm_g1_degenerate_scalars") else {
-        return;
-    };
+    let b = backend("msm_g1_degenerate_scalars");
     let mut rng = rng("msm_g1_degenerate_scalars");
     let n = 5000;
     let bases = g1_points(&mut rng, n);
@@ -88,10 +85,9 @@ fn msm_g1_degenerate_scalars() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU (libcuda): run `make test-gpu`, or tests/gpu/run-gpu-tests.sh .gpu on a GPU machine"]
 fn msm_g2_matches_cpu() {
-    let Some(b) = backend("msm_g2_matches_cpu") else {
-        return;
-    };
+    let b = backend("msm_g2_matches_cpu");
     let mut rng = rng("msm_g2_matches_cpu");
     for n in [1usize, 2, 3, 8, 100, 1001, 16_411] {
         check_g2(b, n, &mut rng, false);
@@ -107,10 +103,9 @@ fn msm_g2_matches_cpu() {
 /// Explicit plans: windows from 4 to 24 bits, and shares per thread so small that buckets spill
 /// over many threads (the fix-up adds their partial sums), against the CPU.
 #[test]
+#[ignore = "needs a CUDA GPU (libcuda): run `make test-gpu`, or tests/gpu/run-gpu-tests.sh .gpu on a GPU machine"]
 fn msm_explicit_plans_match_cpu() {
-    let Some(b) = backend("msm_explicit_plans_match_cpu") else {
-        return;
-    };
+    let b = backend("msm_explicit_plans_match_cpu");
     let mut rng = rng("msm_explicit_plans_match_cpu");
     let n = 3001;
     let mut bases = g1_points(&mut rng, n);
@@ -170,10 +165,9 @@ fn msm_explicit_plans_match_cpu() {
 /// 2^22 + 3 points under the planned window and under 20- and 22-bit windows (the plans that
 /// larger MSMs take): the whole wide-window path at size.
 #[test]
+#[ignore = "needs a CUDA GPU (libcuda): run `make test-gpu`, or tests/gpu/run-gpu-tests.sh .gpu on a GPU machine"]
 fn msm_g1_wide_windows_at_2p22() {
-    let Some(b) = backend("msm_g1_wide_windows_at_2p22") else {
-        return;
-    };
+    let b = backend("msm_g1_wide_windows_at_2p22");
     let mut rng = rng("msm_g1_wide_windows_at_2p22");
     let n = (1 << 22) + 3;
     let mut bases = g1_points(&mut rng, n);
@@ -200,10 +194,9 @@ fn msm_g1_wide_windows_at_2p22() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU (libcuda): run `make test-gpu`, or tests/gpu/run-gpu-tests.sh .gpu on a GPU machine"]
 fn msm_rejects_mismatched_lengths() {
-    let Some(b) = backend("msm_rejects_mismatched_lengths") else {
-        return;
-    };
+    let b = backend("msm_rejects_mismatched_lengths");
     let mut rng = rng("msm_rejects_mismatched_lengths");
     let bases = g1_points(&mut rng, 4);
     assert!(b.msm_g1(&bases, &scalars(&mut rng, 3)).is_err());

@@ -37,7 +37,7 @@ fn edges() -> Vec<Scalar> {
 }
 
 #[test]
-#[ignore = "needs a CUDA GPU: run with `make test-gpu` on a GPU machine"]
+#[ignore = "needs a CUDA GPU (libcuda): run `make test-gpu`, or tests/gpu/run-gpu-tests.sh .gpu on a GPU machine"]
 fn fixed_base_products_match_the_cpu_tables() {
     let dev = device();
     let mut rng = rng();
@@ -73,7 +73,7 @@ fn params_bytes(p: &bellperson::groth16::Parameters<blstrs::Bls12>) -> Vec<u8> {
 }
 
 #[test]
-#[ignore = "needs a CUDA GPU: run with `make test-gpu` on a GPU machine"]
+#[ignore = "needs a CUDA GPU (libcuda): run `make test-gpu`, or tests/gpu/run-gpu-tests.sh .gpu on a GPU machine"]
 fn gpu_setup_is_byte_identical_to_the_cpu_setup() {
     let dev = device();
     let seed = rand::thread_rng().next_u64();
