@@ -3,12 +3,16 @@
 CARGO    ?= cargo
 VENV     ?= .venv
 PYTHON   ?= python3
-BIN       = $(or $(CARGO_TARGET_DIR),target)/release/cuzk
+TARGET    = $(or $(CARGO_TARGET_DIR),target)
+BIN       = $(TARGET)/release/cuzk
+GPU_DIR  ?= .gpu
+# bash: `make test` keeps cargo's exit status through `tee` (PIPESTATUS).
+SHELL     = /bin/bash
 # NVRTC from PyPI wheels (no CUDA toolkit needed): kernels compile here, launch only on a GPU.
 NVRTC_LIB = $(firstword $(wildcard $(CURDIR)/$(VENV)/lib/python3*/site-packages/nvidia/cu13/lib))
 export LD_LIBRARY_PATH := $(if $(NVRTC_LIB),$(NVRTC_LIB):)$(LD_LIBRARY_PATH)
 
-.PHONY: build run test bench nvrtc clean
+.PHONY: build run test test-gpu gpu-bundle bench nvrtc clean
 
 build:
 	$(CARGO) build --release --workspace
@@ -17,9 +21,19 @@ run: build
 	$(BIN) prove
 
 test:
-	$(CARGO) test --release --workspace
+	mkdir -p $(TARGET); $(CARGO) test --release --workspace 2>&1 | tee $(TARGET)/test.log; exit $${PIPESTATUS[0]}
 	$(CARGO) run --release -q -p cuzk-examples --bin custom-circuit
 	$(CARGO) run --release -q -p cuzk-examples --bin embed-engine
+	@tests/gpu/ignored-summary.sh $(TARGET)/test.log
+
+# The GPU tests (ignored by `make test`), on a machine with a CUDA GPU and cargo.
+test-gpu:
+	$(CARGO) test --release --workspace -- --ignored --test-threads=1
+
+# The GPU test binaries, `cuzk` and prebuilt kernels into $(GPU_DIR), for a GPU machine without
+# cargo: there, `$(GPU_DIR)/run-gpu-tests.sh $(GPU_DIR)`.
+gpu-bundle:
+	CARGO=$(CARGO) tests/gpu/bundle.sh $(GPU_DIR)
 
 bench: build
 	$(BIN) bench cpu
