@@ -14,8 +14,9 @@ use cuzk_engine::{Backend, Timings, Verifier};
 use cuzk_srs::Srs;
 
 use crate::dispatcher::{ComputeDone, Dispatcher, Dropped, PartitionDone};
+use crate::fault::{catch, scope, Faults, Site, Stage};
 use crate::timeline::{Lane, Timeline};
-use crate::work::Ticket;
+use crate::work::{failed_at, Ticket};
 
 pub struct MsmCollector {
     pub gpu: usize,
@@ -25,6 +26,8 @@ pub struct MsmCollector {
     pub timeline: Timeline,
     /// The prepared verifying key of the last SRS seen (the partitions of a batch share one).
     pub verifier: Option<(Weak<Srs>, Arc<Verifier>)>,
+    /// The fault plan (tests; inert without the `faults` feature).
+    pub faults: Faults,
 }
 
 impl MsmCollector {
@@ -42,6 +45,7 @@ impl MsmCollector {
             dispatcher,
             timeline,
             verifier: None,
+            faults: Faults::default(),
         }
     }
 
@@ -100,7 +104,10 @@ impl Handler<Collect> for MsmCollector {
         let verifier = self.self_verify.then(|| self.verifier(&ticket.srs));
         let start = Instant::now();
         let mut t = Timings::default();
-        let collected = self.backend.collect(computed, &mut t);
+        let backend = &self.backend;
+        let collected = catch("collect", || {
+            scope(key, || backend.collect(computed, &mut t)).map_err(|e| e.to_string())
+        });
         device_free(&self.dispatcher);
         for (stage, a, b) in t.events {
             // Device-timed steps (the kernels as the GPU ran them), on the GPU's kernel lane.
@@ -114,27 +121,53 @@ impl Handler<Collect> for MsmCollector {
             };
             self.timeline.record(key, stage, lane, a, b, 0);
         }
-        let result = collected.map_err(|e| e.to_string()).and_then(|sums| {
-            let collected = Instant::now();
-            self.timeline
-                .record(key, "collect", lane, start, collected, 0);
-            let proof =
-                assemble(&sums, ticket.srs.vk(), ticket.r, ticket.s).map_err(|e| e.to_string())?;
-            let assembled = Instant::now();
-            self.timeline
-                .record(key, "assemble", lane, collected, assembled, 0);
-            if let Some(verifier) = &verifier {
-                let ok = verifier
-                    .verify(&proof, &inputs)
-                    .map_err(|e| e.to_string())?;
-                self.timeline
-                    .record(key, "verify", lane, assembled, Instant::now(), 0);
-                if !ok {
-                    return Err("proof failed self-verification".to_string());
+        let (gpu, name) = (self.gpu, self.backend.name().to_string());
+        let at = |stage: &str, device: bool, e: String| {
+            (failed_at(stage, gpu, &name, e), device.then_some(gpu))
+        };
+        let site = |stage| Site {
+            stage,
+            key: Some(key),
+            device: Some(gpu),
+        };
+        let faults = &self.faults;
+        let timeline = &self.timeline;
+        let result = collected
+            .map_err(|e| at("collect", true, e))
+            .and_then(|sums| {
+                let collected = Instant::now();
+                timeline.record(key, "collect", lane, start, collected, 0);
+                let proof = catch("assemble", || {
+                    faults.hit(site(Stage::Assemble))?;
+                    assemble(&sums, ticket.srs.vk(), ticket.r, ticket.s).map_err(|e| e.to_string())
+                })
+                .map_err(|e| at("assemble", false, e))?;
+                let assembled = Instant::now();
+                timeline.record(key, "assemble", lane, collected, assembled, 0);
+                if let Some(verifier) = &verifier {
+                    let ok = catch("verify", || {
+                        faults.hit(site(Stage::Verify))?;
+                        let ok = verifier
+                            .verify(&proof, &inputs)
+                            .map_err(|e| e.to_string())?;
+                        Ok(ok && !faults.corrupt(site(Stage::Verify)))
+                    })
+                    .map_err(|e| at("verify", true, e))?;
+                    timeline.record(key, "verify", lane, assembled, Instant::now(), 0);
+                    if !ok {
+                        return Err(at("verify", true, "proof failed self-verification".into()));
+                    }
                 }
-            }
-            Ok((proof, inputs))
+                Ok((proof, inputs))
+            });
+        let (result, device_fault) = match result {
+            Ok(done) => (Ok(done), None),
+            Err((what, device)) => (Err(what), device),
+        };
+        self.dispatcher.do_send(PartitionDone {
+            key,
+            result,
+            device_fault,
         });
-        self.dispatcher.do_send(PartitionDone { key, result });
     }
 }

@@ -15,9 +15,10 @@ use cuzk_engine::{Backend, Timings};
 
 use crate::collector::{Collect, MsmCollector};
 use crate::dispatcher::{ComputeDone, Dispatcher, Dropped, PartitionDone};
+use crate::fault::{catch, scope};
 use crate::timeline::{Lane, Timeline};
 use crate::turns::Turns;
-use crate::work::Ticket;
+use crate::work::{failed_at, Ticket};
 
 pub struct ComputeActor {
     pub gpu: usize,
@@ -74,12 +75,18 @@ impl Handler<Compute> for ComputeActor {
                 .record(key, "mutex_wait", lane, wait, start, 0);
             let mut t = Timings::default();
             let mut launched_at = None;
-            let r = self
-                .backend
-                .compute_then(&ticket.srs, staged, &mut t, &mut || {
-                    launched_at.get_or_insert_with(Instant::now);
-                    turn.take();
-                });
+            let backend = &self.backend;
+            // A panic inside the backend fails this partition (and passes the turn on), never
+            // the worker thread.
+            let r = catch("compute", || {
+                scope(key, || {
+                    backend.compute_then(&ticket.srs, staged, &mut t, &mut || {
+                        launched_at.get_or_insert_with(Instant::now);
+                        turn.take();
+                    })
+                })
+                .map_err(|e| e.to_string())
+            });
             drop(turn);
             let end = Instant::now();
             self.timeline
@@ -101,7 +108,8 @@ impl Handler<Compute> for ComputeActor {
                 self.dispatcher.do_send(ComputeDone { gpu: self.gpu, key });
                 self.dispatcher.do_send(PartitionDone {
                     key,
-                    result: Err(e.to_string()),
+                    result: Err(failed_at("compute", self.gpu, self.backend.name(), e)),
+                    device_fault: Some(self.gpu),
                 })
             }
         }

@@ -63,6 +63,8 @@ pub struct DispatcherConfig {
     pub srs_resident: bool,
     pub synth_threads: usize,
     pub workers_per_gpu: usize,
+    /// The fault plan (tests; inert without the `faults` feature).
+    pub faults: crate::fault::Faults,
 }
 
 pub struct Dispatcher {
@@ -89,6 +91,7 @@ pub struct Dispatcher {
     /// The last partitions handed to uploaders, in order (at most `DISPATCH_LOG` of them).
     dispatch_log: std::collections::VecDeque<PartKey>,
     paused: bool,
+    faults: crate::fault::Faults,
 }
 
 impl Dispatcher {
@@ -121,6 +124,7 @@ impl Dispatcher {
             timeline,
             dispatch_log: std::collections::VecDeque::new(),
             paused: false,
+            faults: cfg.faults,
         })
     }
 
@@ -237,6 +241,7 @@ impl Dispatcher {
             let addr = ctx.address();
             let timeline = self.timeline.clone();
             let cancelled = st.cancelled.clone();
+            let faults = self.faults.clone();
             self.synth_pool.spawn(move || {
                 let key = PartKey { job, partition };
                 if cancelled.load(Ordering::Acquire) {
@@ -249,13 +254,23 @@ impl Dispatcher {
                     inputs: srs.num_inputs(),
                     aux: srs.l().len(),
                 };
-                let result = synth(hint)
-                    .and_then(|asg| prepare(partition, asg, &srs, &ProveOptions::default()));
+                // A panic here must fail the partition: on the pool it would abort the process.
+                let result = crate::fault::catch("synthesis", || {
+                    faults.hit(crate::fault::Site {
+                        stage: crate::fault::Stage::Synthesis,
+                        key: Some(key),
+                        device: None,
+                    })?;
+                    synth(hint)
+                        .and_then(|asg| prepare(partition, asg, &srs, &ProveOptions::default()))
+                        .map_err(|e| e.to_string())
+                })
+                .map_err(|e| format!("synthesis: {e}"));
                 let end = Instant::now();
                 timeline.record(key, "synth", Lane::default(), start, end, 0);
                 addr.do_send(Synthesized {
                     key,
-                    result: result.map_err(|e| e.to_string()),
+                    result,
                     at: end,
                 });
             });
@@ -571,6 +586,9 @@ impl Handler<Dropped> for Dispatcher {
 pub struct PartitionDone {
     pub key: PartKey,
     pub result: Result<(Proof<Bls12>, Vec<Scalar>), String>,
+    /// The device whose failure this was (a device-side stage: upload, kernels, read-back,
+    /// self-verification), if it was one.
+    pub device_fault: Option<usize>,
 }
 impl Message for PartitionDone {
     type Result = ();

@@ -91,6 +91,27 @@ impl Engine {
         backends: Vec<Arc<dyn Backend>>,
         pin_api: Box<dyn PinApi>,
     ) -> Result<Engine, String> {
+        Engine::start_planned(cfg, backends, pin_api, crate::fault::Faults::default())
+    }
+
+    /// [`Engine::start`] with a fault plan the actors consult at every stage (tests; wrap the
+    /// backends in `fault::backend::Faulty` for the sites inside backend calls).
+    #[cfg(feature = "faults")]
+    pub fn start_with_faults(
+        cfg: EngineConfig,
+        backends: Vec<Arc<dyn Backend>>,
+        pin_api: Box<dyn PinApi>,
+        faults: crate::fault::Faults,
+    ) -> Result<Engine, String> {
+        Engine::start_planned(cfg, backends, pin_api, faults)
+    }
+
+    fn start_planned(
+        cfg: EngineConfig,
+        backends: Vec<Arc<dyn Backend>>,
+        pin_api: Box<dyn PinApi>,
+        faults: crate::fault::Faults,
+    ) -> Result<Engine, String> {
         if backends.is_empty() || backends.len() != cfg.vram_budget.len() {
             return Err(format!(
                 "{} backends but {} VRAM budgets",
@@ -116,6 +137,7 @@ impl Engine {
                         srs_resident: cfg.srs_resident,
                         synth_threads: cfg.synth_threads,
                         workers_per_gpu: cfg.gpu_workers_per_device.max(1),
+                        faults: faults.clone(),
                     };
                     let dispatcher = Dispatcher::new(dcfg, tl.clone())?.start();
                     // Whole multiples of the copy piece, so that no copy piece spans two registrations.
@@ -136,8 +158,10 @@ impl Engine {
                     for (gpu, backend) in backends.into_iter().enumerate() {
                         let (b, d, t) = (backend.clone(), dispatcher.clone(), tl.clone());
                         let verify = cfg.self_verify;
-                        let collector = SyncArbiter::start(1, move || {
-                            MsmCollector::new(gpu, b.clone(), verify, d.clone(), t.clone())
+                        let f = faults.clone();
+                        let collector = SyncArbiter::start(1, move || MsmCollector {
+                            faults: f.clone(),
+                            ..MsmCollector::new(gpu, b.clone(), verify, d.clone(), t.clone())
                         });
                         let turns = Arc::new(Turns::default());
                         let next_worker = Arc::new(AtomicUsize::new(0));
@@ -154,11 +178,12 @@ impl Engine {
                                     timeline: t.clone(),
                                 }
                             });
-                        let (b, d, t, p) = (
+                        let (b, d, t, p, f) = (
                             backend.clone(),
                             dispatcher.clone(),
                             tl.clone(),
                             pinner.clone(),
+                            faults.clone(),
                         );
                         uploaders.push(SyncArbiter::start(1, move || UploadActor {
                             gpu,
@@ -169,6 +194,7 @@ impl Engine {
                             timeline: t.clone(),
                             next_seq: 0,
                             staging: None,
+                            faults: f.clone(),
                         }));
                     }
                     dispatcher.do_send(SetUploaders(uploaders));

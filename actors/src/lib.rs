@@ -16,6 +16,7 @@ pub mod cuda_pin;
 pub mod devices;
 pub mod dispatcher;
 pub mod engine;
+pub mod fault;
 #[cfg(feature = "filecoin")]
 pub mod filecoin;
 #[cfg(feature = "grpc")]

@@ -16,9 +16,10 @@ use cuzk_engine::Backend;
 
 use crate::compute::{Compute, ComputeActor};
 use crate::dispatcher::{ComputeDone, Dispatcher, Dropped, PartitionDone, UploadDone};
+use crate::fault::{catch, scope, Faults, Site, Stage};
 use crate::pinner::{pin_blocking, staging_blocking, HostPinner, StagingLease};
 use crate::timeline::{Lane, Timeline};
-use crate::work::Ticket;
+use crate::work::{failed_at, Ticket};
 
 pub struct UploadActor {
     pub gpu: usize,
@@ -31,6 +32,8 @@ pub struct UploadActor {
     pub next_seq: u64,
     /// The pinned staging buffers, once asked for.
     pub staging: Option<StagingLease>,
+    /// The fault plan (tests; inert without the `faults` feature).
+    pub faults: Faults,
 }
 
 impl UploadActor {
@@ -42,23 +45,40 @@ impl UploadActor {
         lane: Lane,
         start: Instant,
         bytes: u64,
-    ) -> Result<Staged, String> {
+    ) -> Result<Staged, (&'static str, String)> {
         if self.staging.is_none() {
-            let lease = staging_blocking(&self.pinner, 2, self.backend.staging_bytes())
-                .map_err(|e| format!("pinning staging buffers: {e}"))?;
+            let lease = self
+                .pin_hook(key)
+                .and_then(|()| staging_blocking(&self.pinner, 2, self.backend.staging_bytes()))
+                .map_err(|e| ("pin", format!("pinning staging buffers: {e}")))?;
             self.timeline
                 .record(key, "pin", lane, start, Instant::now(), 0);
             self.staging = Some(lease);
         }
         let from = Instant::now();
-        let lease = self.staging.as_mut().ok_or("no staging buffers")?;
-        let staged = self
-            .backend
-            .stage_through(p, &mut lease.buffers())
-            .map_err(|e| e.to_string());
+        let lease = self
+            .staging
+            .as_mut()
+            .ok_or(("upload", "no staging buffers".to_string()))?;
+        let backend = &self.backend;
+        let staged = catch("upload", || {
+            scope(key, || backend.stage_through(p, &mut lease.buffers())).map_err(|e| e.to_string())
+        })
+        .map_err(|e| ("upload", e));
         self.timeline
             .record(key, "upload", lane, from, Instant::now(), bytes);
         staged
+    }
+}
+
+impl UploadActor {
+    fn pin_hook(&self, key: crate::work::PartKey) -> Result<(), String> {
+        let site = Site {
+            stage: Stage::Pin,
+            key: Some(key),
+            device: Some(self.gpu),
+        };
+        catch("pinning", || self.faults.hit(site))
     }
 }
 
@@ -114,12 +134,19 @@ impl Handler<Upload> for UploadActor {
             drop(prepared);
             staged
         } else if self.backend.stages_on_device() {
-            match pin_blocking(&self.pinner, ranges(&prepared)) {
-                Err(e) => Err(format!("pinning host memory: {e}")),
+            let pinned = self
+                .pin_hook(key)
+                .and_then(|()| pin_blocking(&self.pinner, ranges(&prepared)));
+            match pinned {
+                Err(e) => Err(("pin", format!("pinning host memory: {e}"))),
                 Ok(lease) => {
                     let pinned = Instant::now();
                     self.timeline.record(key, "pin", lane, start, pinned, 0);
-                    let staged = self.backend.stage(&prepared).map_err(|e| e.to_string());
+                    let backend = &self.backend;
+                    let staged = catch("upload", || {
+                        scope(key, || backend.stage(&prepared)).map_err(|e| e.to_string())
+                    })
+                    .map_err(|e| ("upload", e));
                     self.timeline
                         .record(key, "upload", lane, pinned, Instant::now(), bytes);
                     // Unpinned (and waited for) before the host buffers are freed: the driver
@@ -148,12 +175,13 @@ impl Handler<Upload> for UploadActor {
                     seq,
                 });
             }
-            Err(what) => {
+            Err((stage, what)) => {
                 // It will never reach compute: free its slot there too.
                 self.dispatcher.do_send(ComputeDone { gpu: self.gpu, key });
                 self.dispatcher.do_send(PartitionDone {
                     key,
-                    result: Err(what),
+                    result: Err(failed_at(stage, self.gpu, self.backend.name(), what)),
+                    device_fault: Some(self.gpu),
                 });
             }
         }

@@ -30,3 +30,9 @@ impl Ticket {
         self.cancelled.load(Ordering::Acquire)
     }
 }
+
+/// A stage's error as a job reports it: the stage and the device named (the partition is named
+/// by `JobError::Failed`).
+pub fn failed_at(stage: &str, gpu: usize, backend: &str, what: impl std::fmt::Display) -> String {
+    format!("{stage} on device {gpu} ({backend}): {what}")
+}
