@@ -29,6 +29,7 @@ pub mod sample;
 mod shape;
 pub mod sink;
 pub mod snap;
+pub mod synth_c1;
 pub mod verify;
 
 pub use error::FilecoinError;

@@ -1,0 +1,224 @@
+//! Synthetic C1 outputs (`cuzk_filecoin::synth_c1`): at 2 KiB proved by cuzk on the CPU and
+//! accepted by filecoin-proofs' `verify_seal`, with the same structure as a really sealed
+//! sector's C1; damaged (one byte of a Merkle path, one label) refused by cuzk and, proved
+//! anyway with bellperson, rejected by `verify_seal`; at 32 GiB and 64 GiB generated, timed,
+//! parsed and built into 10 partitions with their public inputs (no parameters, no proof).
+//!
+//! The parameters are kinds.rs's: cuzk's seeded local setup, cached in the same directory under
+//! the target directory (generated once by whichever test binary runs first).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+use bellperson::groth16::{create_random_proof, Parameters};
+use blstrs::{Bls12, Scalar};
+use cuzk_engine::CpuBackend;
+use cuzk_filecoin::prove::{prove, Rs};
+use cuzk_filecoin::request::Parsed;
+use cuzk_filecoin::synth_c1::{self, writer::verify_c1};
+use cuzk_filecoin::{params, sample, verify, CircuitSink, Partitions, ProofRequest, Registered};
+use cuzk_srs::{OpenOptions, Srs};
+use filecoin_proofs_api::seal::SealCommitPhase1Output;
+use filecoin_proofs_api::RegisteredSealProof;
+use serde_json::Value;
+
+const SEAL: RegisteredSealProof = RegisteredSealProof::StackedDrg2KiBV1_1;
+
+/// kinds.rs's parameter cache (and filecoin-proofs' verifiers', through the environment).
+fn param_dir() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        let dir = tmp.join("filecoin-params");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
+        std::env::set_var("FIL_PROOFS_PARENT_CACHE", tmp.join("filecoin-parents"));
+        dir
+    })
+    .clone()
+}
+
+fn srs() -> Srs {
+    static GEN: Mutex<()> = Mutex::new(());
+    let dir = param_dir();
+    let _g = GEN.lock().unwrap_or_else(|e| e.into_inner());
+    let (path, _) = params::generate(Registered::Seal(SEAL), &dir, params::DEV_SETUP_SEED).unwrap();
+    Srs::open(&path, &OpenOptions::default()).unwrap()
+}
+
+fn synth_2kib() -> &'static synth_c1::SynthC1 {
+    static S: OnceLock<synth_c1::SynthC1> = OnceLock::new();
+    S.get_or_init(|| {
+        param_dir();
+        synth_c1::generate(SEAL, 1).unwrap()
+    })
+}
+
+/// The JSON's shape: object keys, array lengths, number-ness; not the values.
+fn shape(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), shape(v))).collect()),
+        Value::Array(a) => Value::Array(a.iter().map(shape).collect()),
+        Value::Number(_) => Value::from(0),
+        other => other.clone(),
+    }
+}
+
+#[test]
+fn synthetic_c1_2kib_has_a_sealed_sectors_structure_and_passes_verify_seal() {
+    let syn = synth_2kib();
+    let dir = tempfile::tempdir().unwrap();
+    let sealed = sample::seal(SEAL, dir.path(), 3, 5, None).unwrap();
+    let a: Value = serde_json::from_slice(&syn.c1_json).unwrap();
+    let b: Value = serde_json::from_slice(&sealed.c1_json).unwrap();
+    assert!(
+        shape(&a) == shape(&b),
+        "the synthetic C1 output's JSON shape differs from a sealed sector's"
+    );
+    assert_eq!(
+        (syn.partitions, syn.challenges),
+        (1, 2),
+        "2 KiB: 1 partition of 2 challenges"
+    );
+    // Both pass storage-proofs' vanilla verification.
+    for json in [&syn.c1_json, &sealed.c1_json] {
+        let c1: SealCommitPhase1Output = serde_json::from_slice(json).unwrap();
+        verify_c1(&c1).unwrap();
+    }
+
+    let req = syn.porep_request().parse().unwrap();
+    let bytes = prove(req.clone(), &srs(), &CpuBackend::new(), Rs::Random)
+        .unwrap()
+        .to_bytes();
+    assert_eq!(bytes.len(), 192);
+    assert!(
+        verify::verify(&req, &bytes).unwrap(),
+        "verify_seal rejected cuzk's proof of the synthetic C1 output"
+    );
+    // Deterministic in the seed; another seed, another sector.
+    assert_eq!(synth_c1::generate(SEAL, 1).unwrap().c1_json, syn.c1_json);
+    assert_ne!(synth_c1::generate(SEAL, 2).unwrap().comm_r, syn.comm_r);
+}
+
+/// bellperson's proof of the (possibly unsatisfied) circuits: it does not check them.
+struct Bellperson<'a>(&'a Parameters<Bls12>);
+impl CircuitSink for Bellperson<'_> {
+    type Out = Vec<u8>;
+    fn take<C: bellperson::Circuit<Scalar> + Send + 'static>(
+        self,
+        parts: Partitions<C>,
+    ) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut rng = rand::thread_rng();
+        for c in parts.circuits {
+            create_random_proof::<Bls12, _, _, _>(c, self.0, &mut rng)
+                .unwrap()
+                .write(&mut out)
+                .unwrap();
+        }
+        out
+    }
+}
+
+#[test]
+fn a_one_byte_change_to_a_path_or_a_label_is_refused() {
+    let syn = synth_2kib();
+    let srs = srs();
+    let path = params::locate(Registered::Seal(SEAL), &param_dir()).unwrap();
+    let bp = Parameters::<Bls12>::read(std::fs::File::open(&path).unwrap(), false).unwrap();
+    let p0 = "/vanilla_proofs/StackedDrg2KiBV1/0/1";
+    let damages = [
+        // A sibling on the replica's path in comm_r_last.
+        format!("{p0}/comm_r_last_proof/data/Single/path/path/0/hashes/3/0"),
+        // A sibling on the data leaf's path in comm_d.
+        format!("{p0}/comm_d_proofs/data/Single/path/path/2/hashes/0/0"),
+        // The challenged node's label on layer 2 (in its column).
+        format!("{p0}/replica_column_proofs/c_x/column/rows/1/0"),
+        // An expansion parent's label on layer 1.
+        format!("{p0}/replica_column_proofs/exp_parents/4/column/rows/0/0"),
+    ];
+    for at in damages {
+        let mut c1: Value = serde_json::from_slice(&syn.c1_json).unwrap();
+        let byte = c1.pointer_mut(&at).unwrap_or_else(|| panic!("no {at}"));
+        *byte = Value::from(byte.as_u64().unwrap() ^ 1);
+        let json = serde_json::to_vec(&c1).unwrap();
+        let parsed_c1: SealCommitPhase1Output = serde_json::from_slice(&json).unwrap();
+        // storage-proofs' vanilla verifier checks only the position of the replica's path
+        // (`proves_challenge`), not its hashes; the circuit checks the whole path.
+        if !at.contains("comm_r_last") {
+            assert!(
+                verify_c1(&parsed_c1).is_err(),
+                "{at}: vanilla verification passed"
+            );
+        }
+        let req = ProofRequest::PoRep {
+            c1_json: json,
+            prover_id: Some(syn.identity.prover_id),
+            sector_id: Some(syn.identity.sector_id),
+        }
+        .parse()
+        .unwrap();
+        let t = std::time::Instant::now();
+        let err = prove(req.clone(), &srs, &CpuBackend::new(), Rs::Random)
+            .unwrap_err()
+            .to_string();
+        println!("{at}: refused in {:.1} s: {err}", t.elapsed().as_secs_f64());
+        assert!(err.contains("nsatisfied"), "{at}: {err}");
+        // bellperson proves unsatisfied circuits without a word: verify_seal rejects the proof.
+        if at.contains("comm_r_last") {
+            let bytes = req.clone().build(Bellperson(&bp)).unwrap();
+            assert!(
+                !verify::verify(&req, &bytes).unwrap_or(false),
+                "{at}: verify_seal accepted a proof of a damaged C1 output"
+            );
+        }
+    }
+}
+
+/// Counts the partitions and their public inputs.
+struct Count;
+impl CircuitSink for Count {
+    type Out = (usize, Vec<usize>);
+    fn take<C: bellperson::Circuit<Scalar> + Send + 'static>(
+        self,
+        parts: Partitions<C>,
+    ) -> Self::Out {
+        (
+            parts.circuits.len(),
+            parts.public_inputs.iter().map(Vec::len).collect(),
+        )
+    }
+}
+
+#[test]
+fn synthetic_c1_at_32_and_64_gib_parses_into_10_partitions() {
+    for (size, r) in [
+        ("32GiB", RegisteredSealProof::StackedDrg32GiBV1_1),
+        ("64GiB", RegisteredSealProof::StackedDrg64GiBV1_1),
+    ] {
+        assert_eq!(synth_c1::registered_for(size).unwrap(), r);
+        let syn = synth_c1::generate(r, 7).unwrap();
+        println!(
+            "synth-c1 {size}: {:.2} s, {} partitions, {} challenges, {} columns opened, {} MB JSON",
+            syn.elapsed.as_secs_f64(),
+            syn.partitions,
+            syn.challenges,
+            syn.opened,
+            syn.c1_json.len() / 1_000_000
+        );
+        let parsed = syn.porep_request().parse().unwrap();
+        assert!(matches!(parsed, Parsed::PoRep(_)));
+        let (n, inputs) = parsed.build(Count).unwrap();
+        assert_eq!(n, 10, "{size}: partitions");
+        assert_eq!(inputs.len(), 10);
+        assert!(
+            inputs.iter().all(|&k| k > 0 && k == inputs[0]),
+            "{size}: {inputs:?}"
+        );
+        assert_eq!(
+            syn.challenges, 180,
+            "{size}: 18 challenges in each of 10 partitions"
+        );
+    }
+    assert!(synth_c1::registered_for("1TiB").is_err());
+}
