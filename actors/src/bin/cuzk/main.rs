@@ -4,6 +4,7 @@ mod bench_batch;
 mod bench_cpu;
 mod bench_kernels;
 mod bench_porep;
+mod bench_soak;
 mod common;
 mod ctl;
 mod daemon;
@@ -13,6 +14,7 @@ mod kernels_cmd;
 mod prove;
 mod prove_filecoin;
 mod srs_cmd;
+mod synth_c1_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -60,6 +62,9 @@ enum BenchCmd {
     /// PoRep C2 proofs of a real C1 output: one alone, then a stream; last line
     /// `porep_ms_per_proof=… porep_latency_ms=… sector=…`.
     Porep(bench_porep::Args),
+    /// N small proofs with a mix of sizes, priorities and cancellations, every one verified;
+    /// RSS, fds, VRAM reserved and pinned bytes sampled; last line `soak_proofs=… answered=…`.
+    Soak(bench_soak::Args),
 }
 
 /// Where parameters for example circuits are kept: `$CUZK_PARAMS_DIR`, else
@@ -88,6 +93,7 @@ fn main() -> ExitCode {
         Cmd::Bench(BenchCmd::Batch(a)) => bench_batch::run(a),
         Cmd::Bench(BenchCmd::Kernels(a)) => bench_kernels::run(a),
         Cmd::Bench(BenchCmd::Porep(a)) => bench_porep::run(a),
+        Cmd::Bench(BenchCmd::Soak(a)) => bench_soak::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
