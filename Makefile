@@ -12,7 +12,7 @@ SHELL     = /bin/bash
 NVRTC_LIB = $(firstword $(wildcard $(CURDIR)/$(VENV)/lib/python3*/site-packages/nvidia/cu13/lib))
 export LD_LIBRARY_PATH := $(if $(NVRTC_LIB),$(NVRTC_LIB):)$(LD_LIBRARY_PATH)
 
-.PHONY: build run test test-gpu gpu-bundle bench nvrtc clean
+.PHONY: build run test test-gpu gpu-bundle fuzz bench nvrtc clean
 
 build:
 	$(CARGO) build --release --workspace
@@ -34,6 +34,19 @@ test-gpu:
 # cargo: there, `$(GPU_DIR)/run-gpu-tests.sh $(GPU_DIR)`.
 gpu-bundle:
 	CARGO=$(CARGO) tests/gpu/bundle.sh $(GPU_DIR)
+
+# cargo-fuzz (nightly) over the parameter-file parser and the decode cache (srs/fuzz), each for
+# FUZZ_SECONDS from the corpus kept in srs/fuzz/corpus (new finds go to $(TARGET)/fuzz, not the repo).
+FUZZ_SECONDS ?= 30
+FUZZ_OUT      = $(abspath $(TARGET))/fuzz
+fuzz:
+	@cd srs/fuzz && for t in params cache; do \
+	  mkdir -p $(FUZZ_OUT)/$$t; \
+	  $(CARGO) +nightly fuzz run $$t $(FUZZ_OUT)/$$t corpus/$$t -- -max_total_time=$(FUZZ_SECONDS) \
+	    -rss_limit_mb=2048 -malloc_limit_mb=1024 -timeout=10 >$(FUZZ_OUT)/$$t.log 2>&1 \
+	    || { tail -60 $(FUZZ_OUT)/$$t.log; echo "fuzz $$t FAILED (log $(FUZZ_OUT)/$$t.log)"; exit 1; }; \
+	  echo "fuzz $$t: $$(grep -E '^Done [0-9]+ runs' $(FUZZ_OUT)/$$t.log)"; \
+	done
 
 bench: build
 	$(BIN) bench cpu
