@@ -805,8 +805,9 @@ pub fn msm_g2_with_plan(
     )
 }
 
-/// Per-phase wall times of one MSM, printed to stderr when `CUZK_MSM_PROFILE` is set (each mark
-/// synchronises the stream, so profiling slows the MSM slightly).
+/// Per-phase wall times of one MSM, logged (`log` facade, info, target
+/// `cuzk_engine::gpu::msm::profile`) when `CUZK_MSM_PROFILE` is set (each mark synchronises the
+/// stream, so profiling slows the MSM slightly).
 struct Profiler<'a> {
     dev: &'a GpuDevice,
     last: Option<std::time::Instant>,
@@ -823,7 +824,8 @@ impl<'a> Profiler<'a> {
     fn mark(&self, phase: &str) -> Result<()> {
         if let Some(t) = self.last {
             self.dev.sync(phase)?;
-            eprintln!(
+            log::info!(
+                target: "cuzk_engine::gpu::msm::profile",
                 "msm phase {phase:<18} ends at {:8.2} ms",
                 t.elapsed().as_secs_f64() * 1e3
             );

@@ -82,6 +82,8 @@ pub fn default_params_dir() -> PathBuf {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // cuzk-engine's `log` lines (e.g. `CUZK_MSM_PROFILE` in `bench kernels`) into the slog logger.
+    cuzk_actors::log::bridge();
     let result = match cli.cmd {
         Cmd::Prove(a) => prove::run(a),
         Cmd::Srs(c) => srs_cmd::run(c),
