@@ -151,11 +151,22 @@ struct Evaluator<'a> {
 }
 
 fn acc(lc: &LinearCombination<Scalar>, l: Scalar, inputs: &mut [Scalar], aux: &mut [Scalar]) {
+    let minus_one = -Scalar::ONE;
+    // Most coefficients are ±1 (bits, packing sums): an addition instead of a product.
+    let add = |x: &mut Scalar, c: &Scalar| {
+        if *c == Scalar::ONE {
+            *x += l;
+        } else if *c == minus_one {
+            *x -= l;
+        } else {
+            *x += l * c;
+        }
+    };
     for (&i, c) in lc.iter_inputs() {
-        inputs[i] += l * c;
+        add(&mut inputs[i], c);
     }
     for (&i, c) in lc.iter_aux() {
-        aux[i] += l * c;
+        add(&mut aux[i], c);
     }
 }
 
