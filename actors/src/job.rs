@@ -118,11 +118,7 @@ impl JobSpec {
 }
 
 /// A circuit type's witness on several threads against its recording.
-pub type ParallelWitness<C> = fn(
-    C,
-    &cuzk_engine::recorded::Recording,
-    usize,
-) -> Result<cuzk_engine::recorded::Values, EngineError>;
+pub use cuzk_engine::recorded::ParallelWitness;
 
 /// Partition `i`'s synthesis (the one place the pipeline turns a circuit into an assignment), with
 /// an optional check of its public inputs against `expected`.
@@ -133,18 +129,20 @@ fn synth_fn<C: Circuit<Scalar> + Send + 'static>(
     expected: Option<Vec<Scalar>>,
     parallel: Option<ParallelWitness<C>>,
 ) -> SynthFn {
-    // The recorded path unless `RecordingCache::global()`'s options turn it off; where the
-    // circuit has a parallel witness and its recording is held, that.
+    // The recorded path unless `RecordingCache::global()`'s options turn it off: witness-only,
+    // on several threads where the circuit has a parallel witness, with the products left to
+    // the backend (a GPU computes them from the uploaded witness).
     let srs = srs.clone();
     Box::new(move |hint| {
         let run = || {
             let cache = cuzk_engine::recorded::RecordingCache::global();
-            if let Some(w) = parallel.filter(|_| cache.options().enabled) {
-                if let Some(rec) = cache.get(std::any::type_name::<C>(), &srs) {
-                    return rec.assignment(w(c, &rec, i)?, i);
-                }
+            let opts = cache.options();
+            if !opts.enabled {
+                return synthesize_default(&srs, c, i, hint);
             }
-            synthesize_default(&srs, c, i, hint)
+            cache
+                .synthesize_deferred(&srs, c, i, &opts, parallel)
+                .map(|s| s.assignment)
         };
         // A gadget that panics on a witness it did not expect fails this partition, not the pool.
         let asg = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).map_err(|p| {

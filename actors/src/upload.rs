@@ -98,14 +98,19 @@ impl Message for Upload {
 
 fn ranges(p: &Prepared) -> Vec<(usize, usize)> {
     let r = |v: &Vec<blstrs::Scalar>| (v.as_ptr() as usize, std::mem::size_of_val(v.as_slice()));
-    vec![
+    let mut out = vec![
         r(&p.a),
         r(&p.b),
         r(&p.c),
         r(&p.l.tail),
         r(&p.a_query.tail),
         r(&p.b_query.tail),
-    ]
+    ];
+    // The recorded path uploads the witness.
+    if let Some(w) = &p.recorded {
+        out.extend([r(&w.inputs), r(&w.aux)]);
+    }
+    out
 }
 
 impl Handler<Upload> for UploadActor {
@@ -181,7 +186,8 @@ impl Handler<Upload> for UploadActor {
                 self.dispatcher.do_send(PartitionDone {
                     key,
                     result: Err(failed_at(stage, self.gpu, self.backend.name(), what)),
-                    device_fault: Some(self.gpu),
+                    // Pinning is the host's; the copy is the device's.
+                    device_fault: (stage != "pin").then_some(self.gpu),
                 });
             }
         }

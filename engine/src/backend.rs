@@ -236,6 +236,9 @@ pub fn run_steps<B: Backend + ?Sized>(
     p: Prepared,
     t: &mut Timings,
 ) -> Result<Sums, EngineError> {
+    let mut p = p;
+    // The recorded path: the products and splits on the CPU first.
+    p.complete_on_host()?;
     let Prepared {
         a,
         b: b_evals,

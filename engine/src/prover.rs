@@ -11,6 +11,7 @@
 //! C = Σh + Σl + s·Σa + r·Σb_g1 + s·α + r·β + r·s·δ   (G1)
 //! ```
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use bellperson::groth16::{Proof, VerifyingKey};
@@ -26,7 +27,7 @@ use rayon::prelude::*;
 use crate::backend::{Backend, Staged};
 use crate::density::BitVec;
 use crate::error::EngineError;
-use crate::recorded::{RecordOptions, RecordingCache};
+use crate::recorded::{RecordOptions, Recording, RecordingCache};
 use crate::synth::{synthesize_batch, Assignment, Shape};
 use crate::timings::Timings;
 use crate::verify::Verifier;
@@ -87,7 +88,7 @@ impl Split {
 #[derive(Debug, Clone)]
 pub struct Prepared {
     pub index: usize,
-    /// Evaluations of A, B, C, zero-padded to the domain size.
+    /// Evaluations of A, B, C, zero-padded to the domain size (empty where `recorded` is set).
     pub a: Vec<Scalar>,
     pub b: Vec<Scalar>,
     pub c: Vec<Scalar>,
@@ -101,6 +102,88 @@ pub struct Prepared {
     pub shape: Shape,
     /// The small-memory tier: MSM bases streamed in chunks of this many points (`None`: whole).
     pub msm_chunk: Option<usize>,
+    /// The recorded path: the witness and its recording; `a`, `b`, `c` and the three splits are
+    /// left empty, for the backend to compute (a GPU from the uploaded witness, else
+    /// [`Prepared::complete_on_host`]).
+    pub recorded: Option<Recorded>,
+}
+
+/// A witness whose products and MSM scalars are still to be computed, with its recording.
+#[derive(Clone)]
+pub struct Recorded {
+    pub rec: Arc<Recording>,
+    pub inputs: Vec<Scalar>,
+    pub aux: Vec<Scalar>,
+    /// Check every row's `a·b = c` once the products exist (`ProveOptions::check_satisfied`).
+    pub check_satisfied: bool,
+}
+
+impl std::fmt::Debug for Recorded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorded")
+            .field("rows", &self.rec.counts().rows())
+            .field("inputs", &self.inputs.len())
+            .field("aux", &self.aux.len())
+            .field("check_satisfied", &self.check_satisfied)
+            .finish()
+    }
+}
+
+/// The MSM scalar vectors of a witness, split: `(l, a_query, b_query)`.
+pub fn splits(
+    inputs: &[Scalar],
+    aux: Vec<Scalar>,
+    [a_aux, b_in, b_aux]: [&BitVec; 3],
+) -> (Split, Split, Split) {
+    let dense = |bits: &BitVec, v: &[Scalar]| bits.ones().map(|i| v[i]).collect::<Vec<_>>();
+    let mut a_query = inputs.to_vec();
+    a_query.extend(dense(a_aux, &aux));
+    let mut b_query = dense(b_in, inputs);
+    b_query.extend(dense(b_aux, &aux));
+    let (l, (a_query, b_query)) = rayon::join(
+        || Split::new(aux),
+        || rayon::join(|| Split::new(a_query), || Split::new(b_query)),
+    );
+    (l, a_query, b_query)
+}
+
+/// `prepare`'s error for row `row` with `a·b ≠ c`.
+pub fn unsatisfied(circuit: usize, row: usize, a: &Scalar, b: &Scalar, c: &Scalar) -> EngineError {
+    EngineError::Unsatisfied {
+        circuit,
+        row,
+        a: format!("{a:?}"),
+        b: format!("{b:?}"),
+        c: format!("{c:?}"),
+    }
+}
+
+impl Prepared {
+    /// On the recorded path, computes on the CPU what the backend was left: `a`, `b`, `c` by the
+    /// recording's products (then the row check), and the three splits (as `prepare` builds them
+    /// on the full path: the same `Prepared`, bit for bit). A no-op otherwise.
+    pub fn complete_on_host(&mut self) -> Result<(), EngineError> {
+        let Some(r) = self.recorded.take() else {
+            return Ok(());
+        };
+        let n = r.rec.counts().rows().next_power_of_two();
+        let [a, b, c] = r.rec.products_padded(&r.inputs, &r.aux, n, self.index)?;
+        if r.check_satisfied {
+            let rows = r.rec.counts().rows();
+            let bad = (0..rows)
+                .into_par_iter()
+                .with_min_len(4096)
+                .find_first(|&i| a[i] * b[i] != c[i]);
+            if let Some(row) = bad {
+                return Err(unsatisfied(self.index, row, &a[row], &b[row], &c[row]));
+            }
+        }
+        let d = r.rec.densities();
+        let (l, a_query, b_query) = splits(&r.inputs, r.aux, [&d[0], &d[1], &d[2]]);
+        (self.a, self.b, self.c) = (a, b, c);
+        (self.l, self.a_query, self.b_query) = (l, a_query, b_query);
+        Ok(())
+    }
 }
 
 /// The MSM results of one partition.
@@ -124,11 +207,11 @@ pub fn prepare(
         circuit: index,
         what,
     };
-    let n = asg.a.len().next_power_of_two();
+    let n = asg.rows().next_power_of_two();
     if n != srs.domain_size() {
         return Err(shape_err(format!(
             "{} constraints (with one row per input) need a domain of {n}; the parameters have {}",
-            asg.a.len(),
+            asg.rows(),
             srs.domain_size()
         )));
     }
@@ -160,18 +243,39 @@ pub fn prepare(
             srs.b_g1().len()
         )));
     }
+    let shape = asg.shape();
+    if let Some(d) = asg.deferred {
+        // The recorded path: nothing per scalar here; the backend computes the rest.
+        return Ok(Prepared {
+            index,
+            a: Vec::new(),
+            b: Vec::new(),
+            c: Vec::new(),
+            l: Split::default(),
+            a_query: Split::default(),
+            b_query: Split::default(),
+            public_inputs: asg.inputs.get(1..).unwrap_or(&[]).to_vec(),
+            shape,
+            msm_chunk: None,
+            recorded: Some(Recorded {
+                rec: d.0,
+                inputs: asg.inputs,
+                aux: asg.aux,
+                check_satisfied: opts.check_satisfied,
+            }),
+        });
+    }
     if opts.check_satisfied {
         if let Some(row) = asg.first_unsatisfied() {
-            return Err(EngineError::Unsatisfied {
-                circuit: index,
+            return Err(unsatisfied(
+                index,
                 row,
-                a: format!("{:?}", asg.a[row]),
-                b: format!("{:?}", asg.b[row]),
-                c: format!("{:?}", asg.c[row]),
-            });
+                &asg.a[row],
+                &asg.b[row],
+                &asg.c[row],
+            ));
         }
     }
-    let shape = asg.shape();
     let Assignment {
         mut a,
         mut b,
@@ -181,19 +285,16 @@ pub fn prepare(
         a_aux_density,
         b_input_density,
         b_aux_density,
+        deferred: _,
     } = asg;
     // Zero-pad the evaluations to the domain, as the Backend's `compute_h` takes them.
     for v in [&mut a, &mut b, &mut c] {
         v.resize(n, Scalar::ZERO);
     }
-    let dense = |bits: &BitVec, v: &[Scalar]| bits.ones().map(|i| v[i]).collect::<Vec<_>>();
-    let mut a_query = inputs.clone();
-    a_query.extend(dense(&a_aux_density, &aux));
-    let mut b_query = dense(&b_input_density, &inputs);
-    b_query.extend(dense(&b_aux_density, &aux));
-    let (l, (a_query, b_query)) = rayon::join(
-        || Split::new(aux),
-        || rayon::join(|| Split::new(a_query), || Split::new(b_query)),
+    let (l, a_query, b_query) = splits(
+        &inputs,
+        aux,
+        [&a_aux_density, &b_input_density, &b_aux_density],
     );
     Ok(Prepared {
         index,
@@ -206,6 +307,7 @@ pub fn prepare(
         public_inputs: inputs.get(1..).unwrap_or(&[]).to_vec(),
         shape,
         msm_chunk: None,
+        recorded: None,
     })
 }
 
@@ -318,7 +420,7 @@ impl<'a> Prover<'a> {
         };
         let assignments = if self.opts.recorded.enabled {
             self.recordings
-                .synthesize_batch(self.srs, circuits, &self.opts.recorded)?
+                .synthesize_batch_deferred(self.srs, circuits, &self.opts.recorded)?
         } else {
             synthesize_batch(circuits, hint)?
         };

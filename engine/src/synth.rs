@@ -37,6 +37,26 @@ pub struct Assignment {
     pub a_aux_density: BitVec,
     pub b_input_density: BitVec,
     pub b_aux_density: BitVec,
+    /// Set by a witness-only synthesis on the recorded path: `a`, `b`, `c` are left empty, to be
+    /// computed from this recording by the backend (on a GPU, from the uploaded witness).
+    pub deferred: Option<Deferred>,
+}
+
+/// The recording whose products an [`Assignment`] left to the backend.
+#[derive(Clone)]
+pub struct Deferred(pub std::sync::Arc<crate::recorded::Recording>);
+
+impl std::fmt::Debug for Deferred {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Deferred({} rows)", self.0.counts().rows())
+    }
+}
+
+/// Two deferrals are equal when they defer to the same recording.
+impl PartialEq for Deferred {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 impl Assignment {
@@ -50,12 +70,21 @@ impl Assignment {
             a_aux_density: BitVec::with_capacity(shape.aux),
             b_input_density: BitVec::with_capacity(shape.inputs),
             b_aux_density: BitVec::with_capacity(shape.aux),
+            deferred: None,
+        }
+    }
+
+    /// The rows of A, B, C (the recorded rows where the products are deferred).
+    pub fn rows(&self) -> usize {
+        match &self.deferred {
+            Some(d) => d.0.counts().rows(),
+            None => self.a.len(),
         }
     }
 
     pub fn shape(&self) -> Shape {
         Shape {
-            constraints: self.a.len(),
+            constraints: self.rows(),
             inputs: self.inputs.len(),
             aux: self.aux.len(),
         }
@@ -66,7 +95,7 @@ impl Assignment {
         self.inputs.get(1..).unwrap_or(&[])
     }
 
-    /// The first constraint with `a·b ≠ c`, if any.
+    /// The first constraint with `a·b ≠ c`, if any (of the products held: none where deferred).
     pub fn first_unsatisfied(&self) -> Option<usize> {
         (0..self.a.len())
             .into_par_iter()

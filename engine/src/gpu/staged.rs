@@ -4,6 +4,9 @@
 //!   own (from host memory the HostPinner pinned), so partition k+1's upload overlaps partition
 //!   k's kernels;
 //! - the SRS bases are uploaded once per parameter set and stay resident on the device;
+//! - on the recorded path (`Prepared::recorded`), only the witness is uploaded: the shape's
+//!   matrices are resident (`DeviceRecording`, one per shape per GPU), `a`, `b`, `c` are computed
+//!   from the witness on the copy stream and every row checked there, before `compute`;
 //! - `compute` queues H and every MSM of a partition, from device memory only (H's coefficients
 //!   never leave the device before the H-MSM), on the GPU's one kernel stream, with no host
 //!   synchronisation, and returns at once: the partition's kernels run right after the previous
@@ -27,9 +30,11 @@ use super::buf::DevBuf;
 use super::h::{compute_h_device, HDomain};
 use super::msm::QueuedMsm;
 use super::points::{g1_from_xyzz, g2_from_xyzz, Curve};
-use super::{as_bytes, backend_err, GpuBackend, GpuDevice, Result};
+use super::spmv::DeviceRecording;
+use super::{as_bytes, as_bytes_mut, backend_err, GpuBackend, GpuDevice, Result};
 use crate::backend::{Backend, Bitmap, Computed, Staged, COPY_PIECE, PAGE};
-use crate::prover::{Prepared, Split, Sums};
+use crate::prover::{splits, unsatisfied, Prepared, Recorded, Split, Sums};
+use crate::recorded::Recording;
 use crate::timings::Timings;
 
 /// One MSM's scalars and, if any scalar is one, its bitmap.
@@ -63,6 +68,10 @@ struct Resident {
 pub struct PipelinedGpu {
     inner: GpuBackend,
     copy: Arc<CudaStream>,
+    /// The copy stream as a device handle, for the recorded path's kernels at staging.
+    copy_dev: GpuDevice,
+    /// Recordings' matrices resident on this GPU, by shape hash.
+    recordings: Mutex<HashMap<[u8; 32], Arc<DeviceRecording>>>,
     resident: Mutex<Option<Arc<Resident>>>,
     domains: Mutex<HashMap<u32, Arc<HDomain>>>,
     /// Serialises the queueing of partitions (and the resident-SRS and domain caches).
@@ -89,16 +98,15 @@ fn srs_key(srs: &Srs) -> (usize, usize, usize, [u8; 96]) {
 impl PipelinedGpu {
     pub fn new(ordinal: usize) -> Result<Self> {
         let inner = GpuBackend::new(ordinal)?;
-        let copy = inner
-            .device()
-            .ctx
-            .new_stream()
-            .map_err(|e| backend_err(format!("copy stream on GPU {ordinal}: {e:?}")))?;
+        let copy_dev = inner.device().fork()?;
+        let copy = copy_dev.stream.clone();
         let kernels = inner.device().fork()?;
         let readback = inner.device().fork()?;
         Ok(PipelinedGpu {
             inner,
             copy,
+            copy_dev,
+            recordings: Mutex::new(HashMap::new()),
             resident: Mutex::new(None),
             domains: Mutex::new(HashMap::new()),
             compute_lock: Mutex::new(()),
@@ -113,17 +121,37 @@ impl PipelinedGpu {
 
     /// Uploads `bytes` on the copy stream (not waiting for the copies), from `src`.
     fn put(&self, bytes: &[u8], what: &str, src: &mut Src) -> Result<DevBuf> {
+        self.put_parts(&[bytes], what, src)
+    }
+
+    /// Uploads `parts` one after the other into one buffer on the copy stream (not waiting for
+    /// the copies), from `src`.
+    fn put_parts(&self, parts: &[&[u8]], what: &str, src: &mut Src) -> Result<DevBuf> {
+        let total: usize = parts.iter().map(|p| p.len()).sum();
         // SAFETY: the whole allocation is written by the copies below before any read.
-        let mut s = unsafe { self.copy.alloc::<u8>(bytes.len().max(1)) }.map_err(|e| {
-            backend_err(format!(
-                "allocating {} bytes for {what}: {e:?}",
-                bytes.len()
-            ))
-        })?;
+        let mut s = unsafe { self.copy.alloc::<u8>(total.max(1)) }
+            .map_err(|e| backend_err(format!("allocating {total} bytes for {what}: {e:?}")))?;
+        let mut base = 0;
+        for bytes in parts {
+            self.put_at(&mut s, base, bytes, what, src)?;
+            base += bytes.len();
+        }
+        Ok(DevBuf::from_slice(s))
+    }
+
+    /// Queues the copy of `bytes` to byte `base` of `s`.
+    fn put_at(
+        &self,
+        s: &mut cudarc::driver::CudaSlice<u8>,
+        base: usize,
+        bytes: &[u8],
+        what: &str,
+        src: &mut Src,
+    ) -> Result<()> {
         match src {
             Src::Pinned => {
                 for (lo, hi) in copy_pieces(bytes.as_ptr() as usize, bytes.len()) {
-                    let mut view = s.slice_mut(lo..hi);
+                    let mut view = s.slice_mut(base + lo..base + hi);
                     self.copy
                         .memcpy_htod(&bytes[lo..hi], &mut view)
                         .map_err(|e| {
@@ -133,6 +161,7 @@ impl PipelinedGpu {
             }
             Src::Through { bufs, busy, next } => {
                 let busy = std::cell::RefCell::new(busy);
+                let s = std::cell::RefCell::new(s);
                 let wait = |i: usize| -> Result<()> {
                     if let Some(ev) = busy.borrow_mut()[i].take() {
                         ev.synchronize().map_err(|e| {
@@ -144,7 +173,8 @@ impl PipelinedGpu {
                     Ok(())
                 };
                 let send = |i: usize, at: usize, piece: &[u8]| -> Result<()> {
-                    let mut view = s.slice_mut(at..at + piece.len());
+                    let mut s = s.borrow_mut();
+                    let mut view = s.slice_mut(base + at..base + at + piece.len());
                     self.copy.memcpy_htod(piece, &mut view).map_err(|e| {
                         backend_err(format!(
                             "upload of {what} (bytes {at}..{}): {e:?}",
@@ -161,7 +191,7 @@ impl PipelinedGpu {
                 crate::backend::copy_through(bufs, bytes, copy_threads(), next, wait, send)?;
             }
         }
-        Ok(DevBuf::from_slice(s))
+        Ok(())
     }
 
     fn put_split(&self, s: &Split, what: &str, src: &mut Src) -> Result<DeviceSplit> {
@@ -189,6 +219,9 @@ impl PipelinedGpu {
     }
 
     fn queue_uploads(&self, p: &Prepared, src: &mut Src) -> Result<Staged> {
+        if let (Some(r), None) = (&p.recorded, p.msm_chunk) {
+            return self.queue_recorded(p, r, src);
+        }
         if p.msm_chunk.is_some() {
             // The small-memory tier: too large to stage whole; `compute` runs the heavy steps one
             // by one with the bases streamed in chunks.
@@ -222,6 +255,81 @@ impl PipelinedGpu {
             public_inputs: p.public_inputs.clone(),
             payload: Box::new(on),
         })
+    }
+
+    /// The recorded path: only the witness crosses PCIe; `a`, `b`, `c` are computed from it on
+    /// the device with the shape's resident matrices, and every row checked there.
+    fn queue_recorded(&self, p: &Prepared, r: &Recorded, src: &mut Src) -> Result<Staged> {
+        let rows = r.rec.counts().rows();
+        let n = rows.next_power_of_two().max(2);
+        let dr = self.device_recording(&r.rec)?;
+        let dev = &self.copy_dev;
+        let w = self.put_parts(&[as_bytes(&r.inputs), as_bytes(&r.aux)], "witness", src)?;
+        let products = dr.products(dev, &w, n)?;
+        if r.check_satisfied {
+            if let Some(row) = dr.first_unsatisfied(dev, &products)? {
+                let mut v = [<Scalar as ff::Field>::ZERO; 3];
+                for (m, out) in products.iter().zip(v.iter_mut()) {
+                    dev.download(
+                        m,
+                        32 * row,
+                        as_bytes_mut(std::slice::from_mut(out)),
+                        "unsatisfied row",
+                    )?;
+                }
+                return Err(unsatisfied(p.index, row, &v[0], &v[1], &v[2]));
+            }
+        }
+        let d = r.rec.densities();
+        let (l, a_query, b_query) = splits(&r.inputs, r.aux.clone(), [&d[0], &d[1], &d[2]]);
+        let [a, b, c] = products;
+        let on = OnDevice {
+            a,
+            b,
+            c,
+            log_n: n.trailing_zeros(),
+            l: self.put_split(&l, "l scalars", src)?,
+            a_query: self.put_split(&a_query, "a scalars", src)?,
+            b_query: self.put_split(&b_query, "b scalars", src)?,
+        };
+        self.copy
+            .synchronize()
+            .map_err(|e| backend_err(format!("copy stream: {e:?}")))?;
+        drop(w);
+        Ok(Staged {
+            index: p.index,
+            public_inputs: p.public_inputs.clone(),
+            payload: Box::new(on),
+        })
+    }
+
+    /// The recording's matrices on this GPU, uploaded on first use of the shape and kept.
+    fn device_recording(&self, rec: &Recording) -> Result<Arc<DeviceRecording>> {
+        let mut held = self
+            .recordings
+            .lock()
+            .map_err(|_| backend_err("device recording cache poisoned"))?;
+        if let Some(d) = held.get(rec.shape_hash()) {
+            return Ok(d.clone());
+        }
+        let d = Arc::new(DeviceRecording::upload(&self.copy_dev, rec)?);
+        self.copy_dev.sync("uploading a recording")?;
+        log::info!(
+            "{}: recording of {} rows resident ({} bytes)",
+            self.inner.name(),
+            rec.counts().rows(),
+            d.bytes()
+        );
+        held.insert(*rec.shape_hash(), d.clone());
+        Ok(d)
+    }
+
+    /// Device bytes the recordings resident on this GPU hold.
+    pub fn recording_bytes(&self) -> u64 {
+        self.recordings
+            .lock()
+            .map(|h| h.values().map(|d| d.bytes()).sum())
+            .unwrap_or(0)
     }
 
     /// The SRS's bases on the device, uploaded on first use (one parameter set at a time).

@@ -20,7 +20,7 @@ use rayon::prelude::*;
 use super::file::{self, OpenError, ParamsBinding};
 use super::record::record;
 use super::recording::Recording;
-use super::witness::witness;
+use super::witness::{witness, Values};
 use crate::error::EngineError;
 use crate::synth::{synthesize, Assignment, Shape};
 
@@ -67,6 +67,16 @@ pub enum Source {
 pub struct Synthesized {
     pub assignment: Assignment,
     pub source: Source,
+}
+
+/// A circuit type's witness on several threads against its recording (as `WitnessCs` makes it
+/// on one): `(circuit, recording, partition index)`.
+pub type ParallelWitness<C> = fn(C, &Recording, usize) -> Result<Values, EngineError>;
+
+/// How a synthesis from a held recording runs.
+struct How<C> {
+    parallel: Option<ParallelWitness<C>>,
+    defer: bool,
 }
 
 #[derive(Default)]
@@ -159,6 +169,35 @@ impl RecordingCache {
         index: usize,
         opts: &RecordOptions,
     ) -> Result<Synthesized, EngineError> {
+        self.synthesize_with(srs, circuit, index, opts, None, false)
+    }
+
+    /// As [`RecordingCache::synthesize`], for the pipeline: a synthesis from a held recording
+    /// leaves the products to the backend ([`Assignment::deferred`]: no CPU matrix–vector
+    /// product), and runs `parallel` (a circuit type's witness on several threads against its
+    /// recording) where given instead of the one-thread witness. Every `check_every`-th proof of
+    /// the shape is still a full synthesis compared with the recording, on either witness.
+    pub fn synthesize_deferred<C: Circuit<Scalar>>(
+        &self,
+        srs: &Srs,
+        circuit: C,
+        index: usize,
+        opts: &RecordOptions,
+        parallel: Option<ParallelWitness<C>>,
+    ) -> Result<Synthesized, EngineError> {
+        self.synthesize_with(srs, circuit, index, opts, parallel, true)
+    }
+
+    fn synthesize_with<C: Circuit<Scalar>>(
+        &self,
+        srs: &Srs,
+        circuit: C,
+        index: usize,
+        opts: &RecordOptions,
+        parallel: Option<ParallelWitness<C>>,
+        defer: bool,
+    ) -> Result<Synthesized, EngineError> {
+        let how = How { parallel, defer };
         let key = std::any::type_name::<C>();
         let binding = ParamsBinding::of(srs);
         let slot = self.slot(key, &binding);
@@ -188,6 +227,7 @@ impl RecordingCache {
                                 n,
                                 opts,
                                 Source::File,
+                                how,
                             );
                         }
                         Err(OpenError::Missing) => {}
@@ -217,19 +257,21 @@ impl RecordingCache {
                 });
             }
         };
-        self.synthesize_held(&rec, circuit, index, n, opts, source)
+        self.synthesize_held(&rec, circuit, index, n, opts, source, how)
     }
 
     /// Proof `n` of a shape from its recording: witness-only, or every `check_every`-th a full
     /// synthesis compared with it.
+    #[allow(clippy::too_many_arguments)]
     fn synthesize_held<C: Circuit<Scalar>>(
         &self,
-        rec: &Recording,
+        rec: &Arc<Recording>,
         circuit: C,
         index: usize,
         n: u64,
         opts: &RecordOptions,
         source: Source,
+        how: How<C>,
     ) -> Result<Synthesized, EngineError> {
         if opts.check_every > 0 && (n + 1).is_multiple_of(opts.check_every) {
             let (fresh, values) = record(circuit, true, index)?;
@@ -250,11 +292,16 @@ impl RecordingCache {
         } else {
             0
         };
-        let values = witness(rec, circuit, index, every, phase)?;
-        Ok(Synthesized {
-            assignment: rec.assignment(values, index)?,
-            source,
-        })
+        let values = match how.parallel {
+            Some(w) => w(circuit, rec, index)?,
+            None => witness(rec, circuit, index, every, phase)?,
+        };
+        let assignment = if how.defer {
+            rec.deferred(values, index)?
+        } else {
+            rec.assignment(values, index)?
+        };
+        Ok(Synthesized { assignment, source })
     }
 
     /// The partitions of a batch, in parallel (as `synth::synthesize_batch`).
@@ -268,6 +315,24 @@ impl RecordingCache {
             .into_par_iter()
             .enumerate()
             .map(|(i, c)| self.synthesize(srs, c, i, opts).map(|s| s.assignment))
+            .collect()
+    }
+
+    /// As [`RecordingCache::synthesize_batch`], with the products of the partitions synthesized
+    /// from a held recording left to the backend ([`RecordingCache::synthesize_deferred`]).
+    pub fn synthesize_batch_deferred<C: Circuit<Scalar> + Send>(
+        &self,
+        srs: &Srs,
+        circuits: Vec<C>,
+        opts: &RecordOptions,
+    ) -> Result<Vec<Assignment>, EngineError> {
+        circuits
+            .into_par_iter()
+            .enumerate()
+            .map(|(i, c)| {
+                self.synthesize_deferred(srs, c, i, opts, None)
+                    .map(|s| s.assignment)
+            })
             .collect()
     }
 }

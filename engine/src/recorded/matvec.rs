@@ -9,7 +9,8 @@ use super::coeff;
 use super::recording::Recording;
 use super::witness::Values;
 use crate::error::EngineError;
-use crate::synth::Assignment;
+use crate::synth::{Assignment, Deferred};
+use std::sync::Arc;
 
 /// Rows a rayon task takes at least.
 const MIN_ROWS: usize = 1 << 12;
@@ -47,19 +48,7 @@ impl Recording {
         (inputs, aux): Values,
         circuit: usize,
     ) -> Result<Assignment, EngineError> {
-        let c = self.counts();
-        if inputs.len() != c.inputs || aux.len() != c.aux {
-            return Err(EngineError::RecordingMismatch {
-                circuit,
-                what: format!(
-                    "witness of {} inputs and {} aux for a recording of {} and {}",
-                    inputs.len(),
-                    aux.len(),
-                    c.inputs,
-                    c.aux
-                ),
-            });
-        }
+        self.check_witness(&inputs, &aux, circuit)?;
         let (a, (b, cv)) = rayon::join(
             || self.product(0, &inputs, &aux),
             || {
@@ -79,6 +68,76 @@ impl Recording {
             a_aux_density,
             b_input_density,
             b_aux_density,
+            deferred: None,
         })
+    }
+
+    /// The assignment of a witness with its products left to the backend
+    /// ([`Assignment::deferred`]): no matrix–vector product on the CPU here.
+    pub fn deferred(
+        self: &Arc<Self>,
+        (inputs, aux): Values,
+        circuit: usize,
+    ) -> Result<Assignment, EngineError> {
+        self.check_witness(&inputs, &aux, circuit)?;
+        let [a_aux_density, b_input_density, b_aux_density] = self.densities();
+        Ok(Assignment {
+            a: Vec::new(),
+            b: Vec::new(),
+            c: Vec::new(),
+            inputs,
+            aux,
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
+            deferred: Some(Deferred(self.clone())),
+        })
+    }
+
+    fn check_witness(
+        &self,
+        inputs: &[Scalar],
+        aux: &[Scalar],
+        circuit: usize,
+    ) -> Result<(), EngineError> {
+        let c = self.counts();
+        if inputs.len() != c.inputs || aux.len() != c.aux {
+            return Err(EngineError::RecordingMismatch {
+                circuit,
+                what: format!(
+                    "witness of {} inputs and {} aux for a recording of {} and {}",
+                    inputs.len(),
+                    aux.len(),
+                    c.inputs,
+                    c.aux
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// `a`, `b`, `c` of a witness on the CPU, each zero-padded to `n` (≥ the recorded rows).
+    pub fn products_padded(
+        &self,
+        inputs: &[Scalar],
+        aux: &[Scalar],
+        n: usize,
+        circuit: usize,
+    ) -> Result<[Vec<Scalar>; 3], EngineError> {
+        self.check_witness(inputs, aux, circuit)?;
+        let (a, (b, c)) = rayon::join(
+            || self.product(0, inputs, aux),
+            || {
+                rayon::join(
+                    || self.product(1, inputs, aux),
+                    || self.product(2, inputs, aux),
+                )
+            },
+        );
+        let mut out = [a, b, c];
+        for v in &mut out {
+            v.resize(n.max(v.len()), Scalar::ZERO);
+        }
+        Ok(out)
     }
 }
