@@ -62,7 +62,10 @@ impl<Tree: 'static + MerkleTreeTrait> Sector<'_, Tree> {
 
     /// The vanilla proof of challenge `c`, as `StackedDrg::prove_layers` makes it.
     pub fn challenge_proof(&self, c: u64) -> Result<RawProof<Tree>, FilecoinError> {
-        let parents = &self.parents[&c];
+        let missing = |what: &str| {
+            FilecoinError::invalid("synthetic C1", format!("no {what} for challenge {c}"))
+        };
+        let parents = self.parents.get(&c).ok_or_else(|| missing("parents"))?;
         let comm_d_proofs: MerkleProof<Sha256Hasher, typenum::U2> =
             MerkleProof::from_parts(self.data.leaf(c), self.data.root(), self.data.path(c)?);
         let drg_parents = parents[..BASE_DEGREE]
@@ -73,7 +76,11 @@ impl<Tree: 'static + MerkleTreeTrait> Sector<'_, Tree> {
             .iter()
             .map(|&p| self.column_proof(u64::from(p)))
             .collect::<Result<Vec<_>, _>>()?;
-        let per_layer = &self.labels.labeling[&c];
+        let per_layer = self
+            .labels
+            .labeling
+            .get(&c)
+            .ok_or_else(|| missing("labels"))?;
         let labeling_proofs: Vec<LabelingProof<Tree::Hasher>> = per_layer
             .iter()
             .enumerate()

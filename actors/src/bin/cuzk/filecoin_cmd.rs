@@ -59,6 +59,9 @@ pub enum Cmd {
         #[arg(long)]
         all: bool,
     },
+    /// Write the C1 output of a sparse synthetic sector (any size up to 64 GiB, in seconds),
+    /// which cuzk proves and verify_seal accepts as a sealed sector's.
+    SynthC1(crate::synth_c1_cmd::Args),
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -175,6 +178,7 @@ pub fn run(c: Cmd) -> Result<()> {
             };
             sample_inputs(p, &out, seed, all)?;
         }
+        Cmd::SynthC1(a) => crate::synth_c1_cmd::run(a)?,
     }
     Ok(())
 }
