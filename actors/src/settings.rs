@@ -17,6 +17,7 @@ pub const DEFAULT_TOML: &str = include_str!("../../config/cuzk.toml");
 pub struct Settings {
     pub engine: EngineSection,
     pub srs: SrsSection,
+    pub filecoin: FilecoinSection,
     pub jobs: JobsSection,
     pub grpc: GrpcSection,
     pub metrics: MetricsSection,
@@ -25,6 +26,13 @@ pub struct Settings {
 
 /// The keys `cuzk ctl reload` applies to a running daemon; every other key needs a restart.
 pub const LIVE_KEYS: [&str; 3] = ["jobs.retain_s", "grpc.cancel_on_disconnect", "log.level"];
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FilecoinSection {
+    /// The Filecoin parameter directory; "" = `$FIL_PROOFS_PARAMETER_CACHE`, else the default.
+    pub params_dir: String,
+}
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -215,6 +223,11 @@ impl Settings {
         Ok(changed)
     }
 
+    /// `filecoin.params_dir`, if set (`None`: `$FIL_PROOFS_PARAMETER_CACHE`, else the default).
+    pub fn filecoin_params_dir(&self) -> Option<PathBuf> {
+        (!self.filecoin.params_dir.is_empty()).then(|| PathBuf::from(&self.filecoin.params_dir))
+    }
+
     /// How parameter files are opened (subgroup check, where the decode cache lives).
     pub fn srs_open(&self) -> OpenOptions {
         OpenOptions {
@@ -324,6 +337,26 @@ mod tests {
         assert!(Settings::load_with_env(Some(&f), [])
             .unwrap_err()
             .contains("log.format `xml`"));
+    }
+
+    #[test]
+    fn filecoin_params_dir_from_file_and_environment() {
+        let d = Settings::load_with_env(None, []).unwrap();
+        assert_eq!(d.filecoin_params_dir(), None);
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("c.toml");
+        std::fs::write(&f, "[filecoin]\nparams_dir = \"/p/file\"\n").unwrap();
+        let s = Settings::load_with_env(Some(&f), []).unwrap();
+        assert_eq!(s.filecoin_params_dir(), Some(PathBuf::from("/p/file")));
+        let env = [(
+            "CUZK_FILECOIN__PARAMS_DIR".to_string(),
+            "/p/env".to_string(),
+        )];
+        let s = Settings::load_with_env(Some(&f), env).unwrap();
+        assert_eq!(s.filecoin_params_dir(), Some(PathBuf::from("/p/env")));
+        std::fs::write(&f, "[filecoin]\nparams_directory = \"/p\"\n").unwrap();
+        let err = Settings::load_with_env(Some(&f), []).unwrap_err();
+        assert!(err.contains("params_directory"), "{err}");
     }
 
     #[test]

@@ -26,8 +26,8 @@ pub struct Args {
     /// Where parameters for example circuits (`ctl prove`) are kept.
     #[arg(long)]
     params_dir: Option<PathBuf>,
-    /// Filecoin parameter directory (default $FIL_PROOFS_PARAMETER_CACHE, else
-    /// /var/tmp/filecoin-proof-parameters).
+    /// Filecoin parameter directory (overrides filecoin.params_dir; default
+    /// $FIL_PROOFS_PARAMETER_CACHE, else /var/tmp/filecoin-proof-parameters).
     #[arg(long)]
     filecoin_params_dir: Option<PathBuf>,
     /// Serve gRPC cuzk.v1.ProvingEngine on this unix socket (overrides grpc.unix_socket).
@@ -122,7 +122,10 @@ pub fn run(a: Args) -> Result<()> {
     let t = Instant::now();
     let ready = Readiness::default();
     let filecoin = cuzk_actors::filecoin::FilecoinConfig {
-        params_dir: a.filecoin_params_dir.clone(),
+        params_dir: a
+            .filecoin_params_dir
+            .clone()
+            .or_else(|| settings.filecoin_params_dir()),
         ..Default::default()
     };
     let cancel_on_disconnect = Arc::new(AtomicBool::new(settings.grpc.cancel_on_disconnect));
