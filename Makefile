@@ -24,6 +24,7 @@ test:
 	mkdir -p $(TARGET); $(CARGO) test --release --workspace 2>&1 | tee $(TARGET)/test.log; exit $${PIPESTATUS[0]}
 	$(CARGO) run --release -q -p cuzk-examples --bin custom-circuit
 	$(CARGO) run --release -q -p cuzk-examples --bin embed-engine
+	$(CARGO) run --release -q -p cuzk-examples --bin embed-daemon
 	@tests/gpu/ignored-summary.sh $(TARGET)/test.log
 
 # The GPU tests (ignored by `make test`), on a machine with a CUDA GPU and cargo.
