@@ -91,7 +91,7 @@ impl DataTree {
     }
 
     /// The binary path of leaf `i` (siblings and positions from the leaves up).
-    pub fn path(&self, i: u64) -> Result<Vec<(Vec<Sha256Domain>, usize)>, FilecoinError> {
+    pub fn path(&self, i: u64) -> Result<super::sparse::Path<Sha256Domain>, FilecoinError> {
         if i >= self.nodes {
             return Err(FilecoinError::invalid(
                 "comm_d path",

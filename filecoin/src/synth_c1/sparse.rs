@@ -55,6 +55,10 @@ pub fn shape(nodes: u64, base: usize, sub: usize, top: usize) -> Result<Vec<Leve
     Ok(levels)
 }
 
+/// A Merkle path as storage-proofs' `MerkleProof::from_parts` takes it: per level, from the
+/// leaves up, the siblings in order and the position among them.
+pub type Path<D> = Vec<(Vec<D>, usize)>;
+
 /// A sparse tree of hasher `H`.
 pub struct SparseTree<H: Hasher> {
     levels: Vec<Level>,
@@ -127,7 +131,7 @@ impl<H: Hasher> SparseTree<H> {
 
     /// The path of leaf `i` from the leaves up: at each level the siblings in order and the
     /// leaf's position among its parent's children (storage-proofs' `(hashes, index)`).
-    pub fn path(&self, i: u64) -> Result<Vec<(Vec<H::Domain>, usize)>, FilecoinError> {
+    pub fn path(&self, i: u64) -> Result<Path<H::Domain>, FilecoinError> {
         if i >= self.leaves {
             return Err(FilecoinError::invalid(
                 "sparse tree path",
