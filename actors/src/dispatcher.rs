@@ -38,6 +38,13 @@ const DISPATCH_LOG: usize = 4096;
 struct InFlight {
     host: Option<ReservationId>,
     vram: Option<(usize, ReservationId)>,
+    /// The device it was dispatched to.
+    gpu: Option<usize>,
+    /// A copy of the prepared partition, kept (with its host reservation) while another device
+    /// is in service, so a device-side failure retries it there instead of failing the job.
+    copy: Option<cuzk_engine::prover::Prepared>,
+    /// Devices it failed on.
+    failed_on: Vec<usize>,
 }
 
 struct JobState {
@@ -65,6 +72,9 @@ pub struct DispatcherConfig {
     pub workers_per_gpu: usize,
     /// The fault plan (tests; inert without the `faults` feature).
     pub faults: crate::fault::Faults,
+    /// A device with this many consecutive device-side failures is taken out of service while
+    /// another device is in service (0: never).
+    pub device_fail_limit: u32,
 }
 
 pub struct Dispatcher {
@@ -92,6 +102,10 @@ pub struct Dispatcher {
     dispatch_log: std::collections::VecDeque<PartKey>,
     paused: bool,
     faults: crate::fault::Faults,
+    /// Per device: consecutive device-side failures, and why it is out of service (if it is).
+    failures: Vec<u32>,
+    out_of_service: Vec<Option<String>>,
+    fail_limit: u32,
 }
 
 impl Dispatcher {
@@ -125,6 +139,9 @@ impl Dispatcher {
             dispatch_log: std::collections::VecDeque::new(),
             paused: false,
             faults: cfg.faults,
+            failures: vec![0; cfg.vram_capacity.len()],
+            out_of_service: vec![None; cfg.vram_capacity.len()],
+            fail_limit: cfg.device_fail_limit,
         })
     }
 
@@ -235,6 +252,9 @@ impl Dispatcher {
                 InFlight {
                     host: Some(res),
                     vram: None,
+                    gpu: None,
+                    copy: None,
+                    failed_on: Vec::new(),
                 },
             );
             let srs = st.spec_srs.clone();
@@ -306,9 +326,70 @@ impl Dispatcher {
         }))
     }
 
+    fn in_service(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.uploaders.len()).filter(|g| self.out_of_service[*g].is_none())
+    }
+
+    /// Counts a device-side failure on `gpu`; past the limit, and while another device is in
+    /// service, takes it out of service.
+    fn device_failed(&mut self, gpu: usize, what: &str) {
+        let Some(n) = self.failures.get_mut(gpu) else {
+            return;
+        };
+        *n += 1;
+        let n = *n;
+        let others = self.in_service().any(|g| g != gpu);
+        if self.fail_limit > 0
+            && n >= self.fail_limit
+            && others
+            && self.out_of_service[gpu].is_none()
+        {
+            let why = format!("{n} consecutive device failures; the last: {what}");
+            slog::error!(crate::log::component("dispatcher"), "device taken out of service: its work goes to the other devices"; "gpu" => gpu, "why" => &why);
+            self.out_of_service[gpu] = Some(why);
+        }
+    }
+
+    /// Puts a partition that failed on `gpu` back in the ready queue, for another device in
+    /// service, if a copy of it was kept; `false` if not.
+    fn retry(&mut self, key: PartKey, gpu: usize) -> bool {
+        let elsewhere: Vec<usize> = self.in_service().collect();
+        let Some(st) = self.jobs.get_mut(&key.job) else {
+            return false;
+        };
+        if st.cancelled.load(Ordering::Acquire) || st.reply.is_none() {
+            return false;
+        }
+        let Some(f) = st.in_flight.get_mut(&key.partition) else {
+            return false;
+        };
+        f.failed_on.push(gpu);
+        if !elsewhere.iter().any(|g| !f.failed_on.contains(g)) {
+            return false;
+        }
+        let Some(prepared) = f.copy.take() else {
+            return false;
+        };
+        if let Some((g, v)) = f.vram.take() {
+            self.vram[g].release(v);
+        }
+        f.gpu = None;
+        st.ready.insert(key.partition, (prepared, Instant::now()));
+        self.ready
+            .insert((Reverse(st.priority), key.job, key.partition));
+        slog::warn!(
+            crate::log::job(key.job, Some(key.partition), &st.kind, Some(gpu)),
+            "partition failed on a device: retried on another"
+        );
+        true
+    }
+
     fn dispatch(&mut self) {
         'gpus: for gpu in 0..self.uploaders.len() {
             if self.uploading[gpu] || self.staged[gpu] >= self.depth {
+                continue;
+            }
+            if self.out_of_service[gpu].is_some() {
                 continue;
             }
             // Strict order: only the head of the ready queue may go next.
@@ -351,8 +432,19 @@ impl Dispatcher {
             if let Tier::Chunked { chunk } = tier {
                 prepared.msm_chunk = Some(chunk);
             }
+            let retry_possible = self.fail_limit > 0
+                && (0..self.uploaders.len()).any(|g| g != gpu && self.out_of_service[g].is_none());
             if let Some(f) = st.in_flight.get_mut(&partition) {
+                if f.failed_on.contains(&gpu) {
+                    // It failed here before: leave it for another device.
+                    st.ready.insert(partition, (prepared, since));
+                    self.ready.insert(order);
+                    self.vram[gpu].release(res);
+                    continue 'gpus;
+                }
                 f.vram = Some((gpu, res));
+                f.gpu = Some(gpu);
+                f.copy = retry_possible.then(|| prepared.clone());
             }
             let now = Instant::now();
             st.first_upload.get_or_insert(now);
@@ -534,8 +626,11 @@ impl Handler<UploadDone> for Dispatcher {
             .get_mut(&msg.key.job)
             .and_then(|st| st.in_flight.get_mut(&msg.key.partition))
         {
-            if let Some(h) = f.host.take() {
-                self.host.release(h);
+            // A partition whose copy is kept for a retry keeps its host reservation.
+            if f.copy.is_none() {
+                if let Some(h) = f.host.take() {
+                    self.host.release(h);
+                }
             }
         }
         self.pump(ctx);
@@ -597,6 +692,27 @@ impl Handler<PartitionDone> for Dispatcher {
     type Result = ();
     fn handle(&mut self, msg: PartitionDone, ctx: &mut Context<Self>) {
         let PartKey { job, partition } = msg.key;
+        let gpu = self
+            .jobs
+            .get(&job)
+            .and_then(|st| st.in_flight.get(&partition))
+            .and_then(|f| f.gpu);
+        match (&msg.result, msg.device_fault) {
+            (Ok(_), _) => {
+                if let Some(n) = gpu.and_then(|g| self.failures.get_mut(g)) {
+                    *n = 0;
+                }
+            }
+            (Err(what), Some(g)) => {
+                let what = what.clone();
+                self.device_failed(g, &what);
+                if self.retry(msg.key, g) {
+                    self.pump(ctx);
+                    return;
+                }
+            }
+            (Err(_), None) => {}
+        }
         self.release_all(msg.key);
         match msg.result {
             Err(what) => self.fail(
@@ -731,6 +847,8 @@ pub struct Status {
     pub on_gpu: Vec<Vec<(JobId, usize)>>,
     /// Per GPU: the parameter file whose bases are resident there (`srs_resident` only).
     pub resident: Vec<Option<std::path::PathBuf>>,
+    /// Per device: why it is out of service (consecutive device failures), or `None`.
+    pub out_of_service: Vec<Option<String>>,
 }
 
 pub struct GetStatus(pub Sender<Status>);
@@ -784,6 +902,7 @@ impl Handler<GetStatus> for Dispatcher {
                         .map(|s| s.path().to_path_buf())
                 })
                 .collect(),
+            out_of_service: self.out_of_service.clone(),
         });
     }
 }

@@ -46,6 +46,11 @@ pub struct EngineConfig {
     pub srs_open: OpenOptions,
     /// SRS handles idle this long (and held by no job) are evicted.
     pub srs_idle_evict: Duration,
+    /// A device with this many consecutive device-side failures is taken out of service (while
+    /// another is in service) and its work goes to the others; 0: never. While more than one
+    /// device is in service, a dispatched partition's prepared inputs are kept on the host (under
+    /// its host reservation) so that one failing on a device is retried on another.
+    pub device_fail_limit: u32,
 }
 
 impl Default for EngineConfig {
@@ -62,6 +67,7 @@ impl Default for EngineConfig {
             self_verify: true,
             srs_open: OpenOptions::default(),
             srs_idle_evict: Duration::from_secs(600),
+            device_fail_limit: 3,
         }
     }
 }
@@ -138,6 +144,7 @@ impl Engine {
                         synth_threads: cfg.synth_threads,
                         workers_per_gpu: cfg.gpu_workers_per_device.max(1),
                         faults: faults.clone(),
+                        device_fail_limit: cfg.device_fail_limit,
                     };
                     let dispatcher = Dispatcher::new(dcfg, tl.clone())?.start();
                     // Whole multiples of the copy piece, so that no copy piece spans two registrations.

@@ -120,6 +120,7 @@ pub struct EngineSection {
     pub pin_chunk_mib: u64,
     pub srs_residency: Residency,
     pub self_verify: bool,
+    pub device_fail_limit: u32,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -275,6 +276,7 @@ impl Settings {
             self_verify: e.self_verify,
             srs_open: self.srs_open(),
             srs_idle_evict: Duration::from_secs(self.srs.idle_evict_s),
+            device_fail_limit: e.device_fail_limit,
         }
     }
 }

@@ -205,10 +205,13 @@ impl Faults {
             Fault::Block => {
                 st.rules[i].held.push(site);
                 self.inner.1.notify_all();
-                while !st.rules[i].open {
+                // Cleared rules open their gates (`clear`), and go: a gone rule is open.
+                while st.rules.get(i).is_some_and(|e| !e.open) {
                     st = self.inner.1.wait(st).unwrap_or_else(|e| e.into_inner());
                 }
-                st.rules[i].held.retain(|s| *s != site);
+                if let Some(e) = st.rules.get_mut(i) {
+                    e.held.retain(|s| *s != site);
+                }
                 Ok(())
             }
             Fault::Panic => {
