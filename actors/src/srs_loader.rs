@@ -75,14 +75,15 @@ impl Message for Install {
 impl Handler<Install> for SrsLoader {
     type Result = ();
     fn handle(&mut self, msg: Install, _: &mut SyncContext<Self>) {
-        let result = if self.loaded.contains_key(&msg.path) {
-            Err(format!(
+        let result = match self.loaded.entry(msg.path) {
+            std::collections::hash_map::Entry::Occupied(e) => Err(format!(
                 "{}: parameters are already loaded there",
-                msg.path.display()
-            ))
-        } else {
-            self.loaded.insert(msg.path, (msg.srs, Instant::now()));
-            Ok(())
+                e.key().display()
+            )),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert((msg.srs, Instant::now()));
+                Ok(())
+            }
         };
         let _ = msg.reply.send(result);
     }
