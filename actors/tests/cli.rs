@@ -207,7 +207,15 @@ fn kernels_build_fills_the_kernel_cache_without_a_gpu() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let modules = ["arith", "ntt", "h", "msm", "batch_add", "spmv"];
+    let modules = [
+        "arith",
+        "ntt",
+        "h",
+        "msm",
+        "batch_add",
+        "spmv",
+        "fixed_base",
+    ];
     for m in modules {
         let cubin = std::fs::read_dir(&cache)
             .unwrap()
