@@ -222,7 +222,8 @@ pub const COPY_PIECE: usize = 64 << 20;
 /// The host page the driver pins (and the HostPinner rounds registrations to).
 pub const PAGE: usize = 4096;
 
-fn foreign(backend: &str, what: &str) -> EngineError {
+/// The error for a partition `what` (staged, computed) by another backend than `backend`.
+pub fn foreign(backend: &str, what: &str) -> EngineError {
     EngineError::Backend {
         backend: backend.into(),
         what: format!("partition was {what} by another backend"),

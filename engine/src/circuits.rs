@@ -337,6 +337,23 @@ impl Circuit<Scalar> for Unsatisfied {
     }
 }
 
+/// `y = x²` with `y` a public input: a wrong `y` keeps the shape and breaks row 0 (the
+/// recorded path's row checks are tested with it).
+#[derive(Clone)]
+pub struct Square {
+    pub x: Scalar,
+    pub y: Scalar,
+}
+
+impl Circuit<Scalar> for Square {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let x = cs.alloc(|| "x", || Ok(self.x))?;
+        let y = cs.alloc_input(|| "y", || Ok(self.y))?;
+        cs.enforce(|| "x·x = y", |l| l + x, |l| l + x, |l| l + y);
+        Ok(())
+    }
+}
+
 /// The example circuits by name, as one type (what `cuzk prove` and `cuzk bench` pick from).
 #[derive(Clone)]
 pub enum Example {

@@ -5,9 +5,8 @@
 
 mod gpu_util;
 
-use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
-use cuzk_engine::circuits::Example;
+use cuzk_engine::circuits::{Example, Square};
 use cuzk_engine::gpu::PipelinedGpu;
 use cuzk_engine::recorded::{RecordOptions, RecordingCache};
 use cuzk_engine::setup::generate;
@@ -62,22 +61,6 @@ fn recorded_gpu_proofs_equal_full_cpu_proofs() {
             assert_eq!(got.to_bytes(), want, "{name}: round {round}");
         }
         assert!(gpu.recording_bytes() > 0, "{name}: no recording resident");
-    }
-}
-
-/// `y = x²` with `y` given: a wrong `y` leaves the shape alone and breaks row 0.
-#[derive(Clone)]
-struct Square {
-    x: Scalar,
-    y: Scalar,
-}
-
-impl Circuit<Scalar> for Square {
-    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
-        let x = cs.alloc(|| "x", || Ok(self.x))?;
-        let y = cs.alloc_input(|| "y", || Ok(self.y))?;
-        cs.enforce(|| "x·x = y", |l| l + x, |l| l + x, |l| l + y);
-        Ok(())
     }
 }
 

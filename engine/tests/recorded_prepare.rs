@@ -3,9 +3,8 @@
 //! proofs through it are byte-identical to proofs with recording off, on every example circuit,
 //! on the CPU backend. An unsatisfied witness on this path is still an error.
 
-use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
-use cuzk_engine::circuits::Example;
+use cuzk_engine::circuits::{Example, Square};
 use cuzk_engine::prover::{prepare, Prepared, ProveOptions, Split};
 use cuzk_engine::recorded::{record, witness, RecordOptions, RecordingCache};
 use cuzk_engine::setup::generate;
@@ -98,22 +97,6 @@ fn proofs_on_the_deferred_path_are_byte_identical_to_recording_off() {
             assert_eq!(got.to_bytes(), want, "{name}: round {round}");
         }
         assert!(cache.get(std::any::type_name::<Example>(), &srs).is_some());
-    }
-}
-
-/// `y = x²` with `y` given: a wrong `y` leaves the shape alone and breaks row 0.
-#[derive(Clone)]
-struct Square {
-    x: Scalar,
-    y: Scalar,
-}
-
-impl Circuit<Scalar> for Square {
-    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
-        let x = cs.alloc(|| "x", || Ok(self.x))?;
-        let y = cs.alloc_input(|| "y", || Ok(self.y))?;
-        cs.enforce(|| "x·x = y", |l| l + x, |l| l + x, |l| l + y);
-        Ok(())
     }
 }
 

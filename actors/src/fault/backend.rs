@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use cuzk_engine::backend::{run_steps, Bitmap, Computed, Staged};
+use cuzk_engine::backend::{foreign, run_steps, Bitmap, Computed, Staged};
 use cuzk_engine::prover::{Prepared, Sums};
 use cuzk_engine::{Backend, EngineError, Timings};
 use cuzk_srs::Srs;
@@ -224,10 +224,7 @@ impl Backend for Faulty {
         } = staged;
         let p = payload
             .downcast::<Prepared>()
-            .map_err(|_| EngineError::Backend {
-                backend: self.name().into(),
-                what: "partition was staged by another backend".into(),
-            })?;
+            .map_err(|_| foreign(self.name(), "staged"))?;
         let sums = run_steps(&Steps { f: self, srs }, srs, *p, t)?;
         Ok(Computed::on_host(index, public_inputs, sums))
     }
