@@ -1,13 +1,22 @@
-//! Choosing the devices the pipeline runs on: every CUDA GPU (with its free memory and the
-//! driver's pinning), or the CPU backend. With `auto`, a machine without a usable GPU says why and
-//! falls back to the CPU; with `cuda`, that is an error.
+//! Choosing the devices the pipeline runs on: the CUDA GPUs `engine.gpus` selects (every one by
+//! default; with their free memory and the driver's pinning), or the CPU backend (`cpu_devices`
+//! of them). With `auto`, a machine without a usable GPU says why and falls back to the CPU; with
+//! `cuda`, that is an error.
+//!
+//! The engine numbers its devices 0, 1, … in the order selected (its device index: status, logs,
+//! budgets); each GPU's name carries its CUDA ordinal and PCI bus id. `CUDA_VISIBLE_DEVICES` is
+//! applied by the driver before any of this: ordinals are positions in that list.
 
 use std::sync::Arc;
 
 use cuzk_engine::gpu::{probe, GpuBackend, GpuDevice, PipelinedGpu};
 use cuzk_engine::{Backend, CpuBackend};
 
+use serde::Serialize;
+
 use crate::cuda_pin::CudaPin;
+use crate::dispatcher::{BudgetStatus, Status};
+use crate::job::JobId;
 use crate::pinner::{CountingPin, PinApi};
 use crate::settings::{BackendChoice, Residency};
 
@@ -21,21 +30,103 @@ pub struct Devices {
     /// Whether the GPUs keep the SRS resident (`PipelinedGpu`); the dispatcher then reserves
     /// each GPU's resident bases and one MSM's scratch (`EngineConfig::srs_resident`).
     pub srs_resident: bool,
-    /// One name per backend (the GPU's, or `cpu`).
+    /// One name per backend: the GPU's with its CUDA ordinal and PCI bus id
+    /// (`NVIDIA H200 (cuda 1, pci 0000:19:00.0)`), or `cpu`.
     pub names: Vec<String>,
+    /// Per backend (the engine's device index): its CUDA ordinal (`None`: a CPU backend).
+    pub ordinals: Vec<Option<usize>>,
 }
 
-fn cpu(why: Option<String>) -> Devices {
+/// Which devices to open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    /// CUDA ordinals (`engine.gpus`), in the engine's device order; empty = every GPU.
+    pub gpus: Vec<usize>,
+    /// CPU backends on the CPU backend (`engine.cpu_devices`), at least 1.
+    pub cpu_devices: usize,
+}
+
+impl Default for Placement {
+    fn default() -> Self {
+        Placement {
+            gpus: Vec::new(),
+            cpu_devices: 1,
+        }
+    }
+}
+
+/// The CUDA ordinals to open, given `count` visible devices and `engine.gpus` (empty = all of
+/// them, in order); an ordinal out of range or listed twice is an error naming the key.
+pub fn select(count: usize, gpus: &[usize]) -> Result<Vec<usize>, String> {
+    if count == 0 {
+        return Err("no CUDA GPU is visible".into());
+    }
+    if gpus.is_empty() {
+        return Ok((0..count).collect());
+    }
+    for (i, &g) in gpus.iter().enumerate() {
+        if g >= count {
+            return Err(format!(
+                "engine.gpus = {gpus:?}: CUDA device {g} does not exist ({count} visible: \
+                 ordinals 0..={})",
+                count - 1
+            ));
+        }
+        if gpus[..i].contains(&g) {
+            return Err(format!(
+                "engine.gpus = {gpus:?}: CUDA device {g} is listed twice"
+            ));
+        }
+    }
+    Ok(gpus.to_vec())
+}
+
+/// `CUDA_VISIBLE_DEVICES`, for messages about ordinals (they are positions in it when set).
+fn visible_note() -> String {
+    match std::env::var("CUDA_VISIBLE_DEVICES") {
+        Ok(v) => format!(" (CUDA_VISIBLE_DEVICES={v}: ordinals are positions in that list)"),
+        Err(_) => String::new(),
+    }
+}
+
+/// The CUDA ordinals `gpus` selects on this machine (no context is created), or why there are
+/// none usable.
+pub fn cuda_ordinals(gpus: &[usize]) -> Result<Vec<usize>, String> {
+    probe()?;
+    let count = cudarc::driver::CudaContext::device_count()
+        .map_err(|e| format!("cuDeviceGetCount: {e:?}"))? as usize;
+    select(count, gpus).map_err(|e| format!("{e}{}", visible_note()))
+}
+
+/// The PCI bus id (`domain:bus:device.0`) of a GPU, if the driver tells it.
+fn pci_bus_id(ctx: &cudarc::driver::CudaContext) -> Option<String> {
+    use cudarc::driver::sys::CUdevice_attribute as A;
+    let domain = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID).ok()?;
+    let bus = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID).ok()?;
+    let device = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID).ok()?;
+    Some(format!("{domain:04x}:{bus:02x}:{device:02x}.0"))
+}
+
+fn cpu(why: Option<String>, n: usize) -> Devices {
     let threads = rayon::current_num_threads();
+    let n = n.max(1);
+    let what = if n == 1 {
+        format!("cpu ({threads} threads")
+    } else {
+        format!("cpu × {n} devices ({threads} threads shared")
+    };
     Devices {
-        backends: vec![Arc::new(CpuBackend::new())],
-        free: vec![crate::budget::UNLIMITED],
+        backends: (0..n)
+            .map(|_| Arc::new(CpuBackend::new()) as Arc<dyn Backend>)
+            .collect(),
+        free: vec![crate::budget::UNLIMITED; n],
         pin: Box::new(CountingPin::default()),
         srs_resident: false,
-        names: vec!["cpu".into()],
+        names: vec!["cpu".into(); n],
+        ordinals: vec![None; n],
         description: match why {
-            Some(w) => format!("cpu ({threads} threads; no CUDA: {w})"),
-            None => format!("cpu ({threads} threads)"),
+            Some(w) => format!("{what}; no CUDA: {w})"),
+            None => format!("{what})"),
         },
     }
 }
@@ -54,24 +145,28 @@ fn trim(ctx: &cudarc::driver::CudaContext) {
 
 /// `resident`: bytes the SRS keeps on each GPU when resident (bases plus one MSM's scratch), if
 /// known (it decides `auto`); `reserve`: bytes left free for the driver.
-fn cuda(residency: Residency, resident: Option<u64>, reserve: u64) -> Result<Devices, String> {
-    probe()?;
-    let count = cudarc::driver::CudaContext::device_count()
-        .map_err(|e| format!("cuDeviceGetCount: {e:?}"))? as usize;
+fn cuda(
+    residency: Residency,
+    resident: Option<u64>,
+    reserve: u64,
+    gpus: &[usize],
+) -> Result<Devices, String> {
+    let ordinals = cuda_ordinals(gpus)?;
+    let first = *ordinals.first().ok_or("no CUDA GPU selected")?;
     let mut backends: Vec<Arc<dyn Backend>> = Vec::new();
     let mut free = Vec::new();
     let mut names = Vec::new();
     let mut gpu_names = Vec::new();
     let mut pin_ctx = None;
-    // Decide residency from GPU 0's free memory (the GPUs of one host are alike).
+    // Decide residency from the first selected GPU's free memory (the GPUs of one host are alike).
     let free0 = {
-        let ctx = cudarc::driver::CudaContext::new(0)
-            .map_err(|e| format!("cuCtxCreate on GPU 0: {e:?}"))?;
+        let ctx = cudarc::driver::CudaContext::new(first)
+            .map_err(|e| format!("cuCtxCreate on CUDA device {first}: {e:?}"))?;
         // The pool keeps freed memory (an engine started before in this process may have left
         // some): free memory is read after a trim.
         trim(&ctx);
         ctx.mem_get_info()
-            .map_err(|e| format!("cuMemGetInfo on GPU 0: {e:?}"))?
+            .map_err(|e| format!("cuMemGetInfo on CUDA device {first}: {e:?}"))?
             .0 as u64
     };
     let staging = match residency {
@@ -79,7 +174,7 @@ fn cuda(residency: Residency, resident: Option<u64>, reserve: u64) -> Result<Dev
         Residency::Host => false,
         Residency::Auto => resident.is_none_or(|need| need + reserve <= free0),
     };
-    for i in 0..count {
+    for (index, &i) in ordinals.iter().enumerate() {
         let (b, dev): (Arc<dyn Backend>, &GpuDevice);
         let (plain, piped);
         if staging {
@@ -95,10 +190,14 @@ fn cuda(residency: Residency, resident: Option<u64>, reserve: u64) -> Result<Dev
         trim(&ctx);
         let (f, total) = ctx
             .mem_get_info()
-            .map_err(|e| format!("cuMemGetInfo on GPU {i}: {e:?}"))?;
-        gpu_names.push(dev.name.clone());
+            .map_err(|e| format!("cuMemGetInfo on CUDA device {i}: {e:?}"))?;
+        let id = match pci_bus_id(&ctx) {
+            Some(bus) => format!("cuda {i}, pci {bus}"),
+            None => format!("cuda {i}"),
+        };
+        gpu_names.push(format!("{} ({id})", dev.name));
         names.push(format!(
-            "{} ({} of {} MiB free{})",
+            "device {index} = {} ({id}; {} of {} MiB free{})",
             dev.name,
             f >> 20,
             total >> 20,
@@ -120,6 +219,7 @@ fn cuda(residency: Residency, resident: Option<u64>, reserve: u64) -> Result<Dev
         description: format!("cuda: {}", names.join(", ")),
         srs_resident: staging,
         names: gpu_names,
+        ordinals: ordinals.into_iter().map(Some).collect(),
     })
 }
 
@@ -132,11 +232,254 @@ pub fn open(
     resident: Option<u64>,
     reserve: u64,
 ) -> Result<Devices, String> {
+    open_on(choice, residency, resident, reserve, &Placement::default())
+}
+
+/// [`open`] on the devices `place` selects: those GPUs (an ordinal out of range or listed twice
+/// is an error, also under `auto`), or that many CPU backends.
+pub fn open_on(
+    choice: BackendChoice,
+    residency: Residency,
+    resident: Option<u64>,
+    reserve: u64,
+    place: &Placement,
+) -> Result<Devices, String> {
+    let n = place.cpu_devices;
     match choice {
-        BackendChoice::Cpu => Ok(cpu(None)),
-        BackendChoice::Cuda => cuda(residency, resident, reserve),
-        BackendChoice::Auto => {
-            Ok(cuda(residency, resident, reserve).unwrap_or_else(|why| cpu(Some(why))))
+        BackendChoice::Cpu => Ok(cpu(None, n)),
+        BackendChoice::Cuda => cuda(residency, resident, reserve, &place.gpus),
+        BackendChoice::Auto => match cuda(residency, resident, reserve, &place.gpus) {
+            Ok(d) => Ok(d),
+            // A selection this machine's GPUs cannot satisfy is a configuration error, not a
+            // reason to prove on the CPU.
+            Err(why) if why.starts_with("engine.gpus") => Err(why),
+            Err(why) => Ok(cpu(Some(why), n)),
+        },
+    }
+}
+
+/// One device's queue and memory, for `cuzk ctl status` (`gpus`) and gRPC GetStatus.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct DeviceStatus {
+    /// The engine's device index (budget `vram<index>`, the timeline's `gpu`).
+    pub index: usize,
+    /// The device's name: a GPU's carries its CUDA ordinal and PCI bus id.
+    pub name: String,
+    /// The partition (job, partition) being uploaded to it, if any.
+    pub uploading: Option<(JobId, usize)>,
+    /// Partitions on it waiting for their kernel turn, in staging order.
+    pub staged: Vec<(JobId, usize)>,
+    /// The oldest partition on it: its kernels run (partitions run one at a time, in staging
+    /// order), or its results are being read back.
+    pub computing: Option<(JobId, usize)>,
+    /// Its VRAM budget: reserved now, and capacity (0 with `vram_unlimited`).
+    pub vram_reserved: u64,
+    pub vram_capacity: u64,
+    pub vram_unlimited: bool,
+    /// The parameter file whose bases are resident there.
+    pub resident: Option<std::path::PathBuf>,
+    pub in_service: bool,
+    /// Why it is out of service, if it is.
+    pub out_of_service: Option<String>,
+    /// All of the above on one line.
+    pub summary: String,
+}
+
+/// Each device's [`DeviceStatus`] from the dispatcher's status and the devices' names.
+pub fn device_status(st: &Status, names: &[String]) -> Vec<DeviceStatus> {
+    st.vram
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            DeviceStatus::of(
+                i,
+                names
+                    .get(i)
+                    .cloned()
+                    .unwrap_or_else(|| format!("device {i}")),
+                b,
+                st.on_gpu.get(i).map_or(&[][..], |v| &v[..]),
+                st.uploading.get(i).copied().unwrap_or(false),
+                st.resident.get(i).cloned().flatten(),
+                st.out_of_service.get(i).cloned().flatten(),
+            )
+        })
+        .collect()
+}
+
+impl DeviceStatus {
+    /// Device `index`: `on` its partitions in dispatch order (`uploading`: the last of them is
+    /// being uploaded), `b` its VRAM budget.
+    pub fn of(
+        index: usize,
+        name: String,
+        b: &BudgetStatus,
+        on: &[(JobId, usize)],
+        uploading: bool,
+        resident: Option<std::path::PathBuf>,
+        out_of_service: Option<String>,
+    ) -> DeviceStatus {
+        let key = |k: &(JobId, usize)| format!("{}/{}", k.0, k.1);
+        let mut on = on.to_vec();
+        let uploading = if uploading { on.pop() } else { None };
+        let computing = (!on.is_empty()).then(|| on.remove(0));
+        let staged = on;
+        let unlimited = b.capacity >= crate::budget::UNLIMITED;
+        let mib = |x: u64| x as f64 / (1u64 << 20) as f64;
+        let summary = format!(
+            "device {index} {name}: {}; computing {}; staged {} [{}]; uploading {}; vram {:.0} of {} MiB reserved; resident {}",
+            match &out_of_service {
+                Some(why) => format!("OUT OF SERVICE ({why})"),
+                None => "in service".into(),
+            },
+            computing.as_ref().map_or("-".into(), key),
+            staged.len(),
+            staged.iter().map(key).collect::<Vec<_>>().join(" "),
+            uploading.as_ref().map_or("-".into(), key),
+            mib(b.reserved),
+            if unlimited {
+                "unlimited".into()
+            } else {
+                format!("{:.0}", mib(b.capacity))
+            },
+            resident
+                .as_ref()
+                .map_or("-".into(), |p| p.display().to_string()),
+        );
+        DeviceStatus {
+            index,
+            name,
+            uploading,
+            staged,
+            computing,
+            vram_reserved: b.reserved,
+            vram_capacity: if unlimited { 0 } else { b.capacity },
+            vram_unlimited: unlimited,
+            resident,
+            in_service: out_of_service.is_none(),
+            out_of_service,
+            summary,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_status_splits_each_queue_into_computing_staged_and_uploading() {
+        let budget = |capacity: u64, reserved: u64| {
+            let mut b = crate::budget::Budget::new("vram", capacity);
+            if reserved > 0 {
+                b.try_reserve(reserved).unwrap();
+            }
+            BudgetStatus::from(&b)
+        };
+        let on = [(1, 0), (1, 2), (2, 0), (2, 1)];
+        let d = DeviceStatus::of(
+            0,
+            "H200 (cuda 1, pci 0000:19:00.0)".into(),
+            &budget(8 << 30, 3 << 30),
+            &on,
+            true,
+            Some("/p/a.params".into()),
+            None,
+        );
+        assert_eq!(
+            (d.computing, d.staged.clone(), d.uploading),
+            (Some((1, 0)), vec![(1, 2), (2, 0)], Some((2, 1)))
+        );
+        assert_eq!(
+            (d.vram_reserved, d.vram_capacity, d.in_service),
+            (3 << 30, 8 << 30, true)
+        );
+        assert!(
+            d.summary
+                .contains("device 0 H200 (cuda 1, pci 0000:19:00.0): in service")
+                && d.summary
+                    .contains("computing 1/0; staged 2 [1/2 2/0]; uploading 2/1")
+                && d.summary.contains("vram 3072 of 8192 MiB")
+                && d.summary.contains("/p/a.params"),
+            "{}",
+            d.summary
+        );
+        // Not uploading: the last partition is staged.
+        let d = DeviceStatus::of(0, "x".into(), &budget(8 << 30, 0), &on, false, None, None);
+        assert_eq!((d.staged.len(), d.uploading), (3, None));
+        let why = Some("3 consecutive failures".to_string());
+        let d = DeviceStatus::of(
+            1,
+            "cpu".into(),
+            &budget(crate::budget::UNLIMITED, 0),
+            &[],
+            false,
+            None,
+            why,
+        );
+        assert_eq!((d.computing, d.staged.len(), d.uploading), (None, 0, None));
+        assert!(!d.in_service && d.vram_unlimited && d.vram_capacity == 0);
+        assert!(
+            d.summary
+                .contains("OUT OF SERVICE (3 consecutive failures)")
+                && d.summary.contains("of unlimited MiB"),
+            "{}",
+            d.summary
+        );
+        // A partition being uploaded is not also computing.
+        let d = DeviceStatus::of(
+            2,
+            "y".into(),
+            &budget(1 << 30, 0),
+            &[(1, 1)],
+            true,
+            None,
+            None,
+        );
+        assert_eq!((d.computing, d.uploading), (None, Some((1, 1))));
+    }
+
+    #[test]
+    fn gpus_select_ordinals_in_order_and_refuse_bad_entries() {
+        assert_eq!(select(2, &[]).unwrap(), vec![0, 1]);
+        assert_eq!(select(4, &[2, 0]).unwrap(), vec![2, 0]);
+        assert_eq!(select(1, &[0]).unwrap(), vec![0]);
+        let e = select(2, &[0, 2]).unwrap_err();
+        assert!(
+            e.contains("engine.gpus")
+                && e.contains("CUDA device 2 does not exist")
+                && e.contains("0..=1"),
+            "{e}"
+        );
+        let e = select(3, &[1, 0, 1]).unwrap_err();
+        assert!(
+            e.contains("engine.gpus") && e.contains("device 1 is listed twice"),
+            "{e}"
+        );
+        assert!(select(0, &[]).unwrap_err().contains("no CUDA GPU"));
+        assert!(select(0, &[0]).unwrap_err().contains("no CUDA GPU"));
+    }
+
+    #[test]
+    fn cpu_devices_open_that_many_cpu_backends() {
+        let place = Placement {
+            gpus: vec![5],
+            cpu_devices: 3,
+        };
+        let d = open_on(BackendChoice::Cpu, Residency::Auto, None, 0, &place).unwrap();
+        assert_eq!(
+            (d.backends.len(), d.free.len(), d.names.len(), d.ordinals),
+            (3, 3, 3, vec![None; 3])
+        );
+        assert!(d.description.contains("3 devices"), "{}", d.description);
+        let d = open_on(
+            BackendChoice::Cpu,
+            Residency::Auto,
+            None,
+            0,
+            &Placement::default(),
+        )
+        .unwrap();
+        assert_eq!(d.backends.len(), 1);
     }
 }

@@ -849,6 +849,8 @@ pub struct Status {
     pub resident: Vec<Option<std::path::PathBuf>>,
     /// Per device: why it is out of service (consecutive device failures), or `None`.
     pub out_of_service: Vec<Option<String>>,
+    /// Per GPU: whether an upload is in flight (it is the last of `on_gpu`'s partitions there).
+    pub uploading: Vec<bool>,
 }
 
 pub struct GetStatus(pub Sender<Status>);
@@ -903,6 +905,7 @@ impl Handler<GetStatus> for Dispatcher {
                 })
                 .collect(),
             out_of_service: self.out_of_service.clone(),
+            uploading: self.uploading.clone(),
         });
     }
 }

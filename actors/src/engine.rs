@@ -241,21 +241,26 @@ impl Engine {
         })
     }
 
-    /// Starts the engine as `settings` describe it: opens the devices (CUDA GPUs if usable, else
-    /// the CPU, per `engine.backend`), takes the budgets from their free memory, and keeps the SRS
-    /// resident where `engine.srs_residency` says so. `resident` is what a resident SRS needs per
-    /// GPU when the SRS is already known (it decides `auto`). Returns the engine and a line
-    /// describing the devices.
+    /// Starts the engine as `settings` describe it: opens the devices (the CUDA GPUs `engine.gpus`
+    /// selects if usable, else `engine.cpu_devices` CPU backends, per `engine.backend`), takes
+    /// the budgets from their free memory, and keeps the SRS resident where
+    /// `engine.srs_residency` says so. `resident` is what a resident SRS needs per GPU when the
+    /// SRS is already known (it decides `auto`). Returns the engine and a line describing the
+    /// devices (each GPU's engine index, CUDA ordinal and PCI bus id).
     pub fn from_settings(
         settings: &Settings,
         resident: Option<u64>,
     ) -> Result<(Engine, String), String> {
         let e = &settings.engine;
-        let dev = devices::open(
+        let dev = devices::open_on(
             e.backend,
             e.srs_residency,
             resident,
             e.vram_reserve_mib << 20,
+            &devices::Placement {
+                gpus: e.gpus.clone(),
+                cpu_devices: e.cpu_devices,
+            },
         )?;
         let mut cfg = settings.engine_config(&dev.free);
         cfg.srs_resident = dev.srs_resident;

@@ -121,6 +121,62 @@ pub struct EngineSection {
     pub srs_residency: Residency,
     pub self_verify: bool,
     pub device_fail_limit: u32,
+    /// The CUDA devices the engine opens, by ordinal (relative to `CUDA_VISIBLE_DEVICES` when
+    /// that is set); empty = every device. From the environment: `CUZK_ENGINE__GPUS=0,2`.
+    #[serde(deserialize_with = "gpu_list")]
+    pub gpus: Vec<usize>,
+    /// On the CPU backend: how many CPU backends run as separate devices (each with a device's
+    /// pipeline); more than 1 exercises the multi-device pipeline without a GPU.
+    pub cpu_devices: usize,
+}
+
+/// `engine.gpus`: a TOML list of ordinals, or (from the environment) one ordinal or a
+/// comma-separated string of them (`""` = every device; brackets allowed: `"[0, 1]"`).
+fn gpu_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<usize>, D::Error> {
+    use serde::de::Error;
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Entry {
+        Int(u64),
+        Str(String),
+    }
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Form {
+        List(Vec<Entry>),
+        One(Entry),
+    }
+    let parse = |e: Entry| -> Result<Vec<usize>, D::Error> {
+        match e {
+            Entry::Int(i) => Ok(vec![i as usize]),
+            Entry::Str(s) => s
+                .trim()
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .split(',')
+                .map(str::trim)
+                .filter(|w| !w.is_empty())
+                .map(|w| {
+                    w.parse::<usize>().map_err(|_| {
+                        D::Error::custom(format!(
+                            "engine.gpus: `{w}` is not a device ordinal (a list such as [0, 1], \
+                             or \"0,1\" from the environment)"
+                        ))
+                    })
+                })
+                .collect(),
+        }
+    };
+    match Form::deserialize(d)? {
+        Form::List(v) => {
+            let mut out = Vec::new();
+            for e in v {
+                out.extend(parse(e)?);
+            }
+            Ok(out)
+        }
+        Form::One(e) => parse(e),
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -179,6 +235,21 @@ impl Settings {
             .parse::<crate::log::Format>()
             .map_err(|e| format!("config: {e}"))?;
         crate::log::parse_level(&s.log.level).map_err(|e| format!("config: {e}"))?;
+        if let Some(dup) = s
+            .engine
+            .gpus
+            .iter()
+            .enumerate()
+            .find(|(i, g)| s.engine.gpus[..*i].contains(g))
+        {
+            return Err(format!(
+                "config: engine.gpus lists CUDA device {} twice ({:?})",
+                dup.1, s.engine.gpus
+            ));
+        }
+        if s.engine.cpu_devices == 0 {
+            return Err("config: engine.cpu_devices must be at least 1".into());
+        }
         if s.grpc.max_message_mib == 0 {
             return Err("config: grpc.max_message_mib must be at least 1".into());
         }
@@ -277,6 +348,7 @@ impl Settings {
             srs_open: self.srs_open(),
             srs_idle_evict: Duration::from_secs(self.srs.idle_evict_s),
             device_fail_limit: e.device_fail_limit,
+            vram_reserve: mib(e.vram_reserve_mib),
         }
     }
 }
@@ -339,6 +411,51 @@ mod tests {
         assert!(Settings::load_with_env(Some(&f), [])
             .unwrap_err()
             .contains("log.format `xml`"));
+    }
+
+    #[test]
+    fn gpus_from_file_and_environment_and_duplicates_refused() {
+        let d = Settings::load_with_env(None, []).unwrap();
+        assert_eq!((d.engine.gpus.clone(), d.engine.cpu_devices), (vec![], 1));
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("c.toml");
+        std::fs::write(&f, "[engine]\ngpus = [2, 0]\ncpu_devices = 2\n").unwrap();
+        let s = Settings::load_with_env(Some(&f), []).unwrap();
+        assert_eq!(
+            (s.engine.gpus.clone(), s.engine.cpu_devices),
+            (vec![2, 0], 2)
+        );
+        let env = |v: &str| [("CUZK_ENGINE__GPUS".to_string(), v.to_string())];
+        for (v, want) in [
+            ("1,3", vec![1, 3]),
+            (" 0, 1 ", vec![0, 1]),
+            ("[1, 2]", vec![1, 2]),
+            ("1", vec![1]),
+            ("", vec![]),
+        ] {
+            let s = Settings::load_with_env(Some(&f), env(v)).unwrap();
+            assert_eq!(s.engine.gpus, want, "CUZK_ENGINE__GPUS={v:?}");
+        }
+        let err = Settings::load_with_env(None, env("0,x")).unwrap_err();
+        assert!(err.contains("engine.gpus") && err.contains("`x`"), "{err}");
+        let err = Settings::load_with_env(None, env("1,0,1")).unwrap_err();
+        assert!(
+            err.contains("engine.gpus") && err.contains("twice"),
+            "{err}"
+        );
+        std::fs::write(&f, "[engine]\ngpus = [0, 0]\n").unwrap();
+        let err = Settings::load_with_env(Some(&f), []).unwrap_err();
+        assert!(
+            err.contains("engine.gpus") && err.contains("device 0 twice"),
+            "{err}"
+        );
+        std::fs::write(&f, "[engine]\ncpu_devices = 0\n").unwrap();
+        let err = Settings::load_with_env(Some(&f), []).unwrap_err();
+        assert!(err.contains("engine.cpu_devices"), "{err}");
+        // Changing the placement needs a restart.
+        let mut n = d.clone();
+        n.engine.gpus = vec![1];
+        assert!(d.live_changes(&n).unwrap_err().contains("engine.gpus"));
     }
 
     #[test]

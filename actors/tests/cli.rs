@@ -245,3 +245,129 @@ fn kernels_build_fills_the_kernel_cache_without_a_gpu() {
         .unwrap();
     assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("9x"));
 }
+
+/// `bench batch --gpus-sweep 1,2` on the CPU backend (N CPU backends as N devices): a run line per
+/// device count, the second run really on two devices, and the last line
+/// `gpus1_s_per_proof=… gpus2_s_per_proof=…` with positive figures; bad counts refused.
+#[test]
+fn bench_batch_sweeps_one_then_two_devices() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    let tl = dir.join("timelines");
+    let args = [
+        "bench",
+        "batch",
+        "--backend",
+        "cpu",
+        "-c",
+        "2",
+        "-j",
+        "2",
+        "-p",
+        "6",
+        "--size",
+        "10",
+    ];
+    let out = cuzk(
+        &[
+            &args[..],
+            &[
+                "--gpus-sweep",
+                "1,2",
+                "--timeline-dir",
+                tl.to_str().unwrap(),
+            ],
+        ]
+        .concat(),
+        &dir,
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines.iter().filter(|l| l.starts_with("proof ")).count(),
+        4,
+        "{stdout}"
+    );
+    let runs: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with("run gpus="))
+        .collect();
+    assert_eq!(runs.len(), 2, "{stdout}");
+    assert!(
+        runs[0].starts_with("run gpus=1 devices_used=1 ") && runs[0].contains("busy=[d0 "),
+        "{}",
+        runs[0]
+    );
+    assert!(
+        runs[1].starts_with("run gpus=2 devices_used=2 ") && runs[1].contains(" d1 "),
+        "{}",
+        runs[1]
+    );
+    assert!(stdout.contains("# backend=cpu × 2 devices"), "{stdout}");
+    let last = lines.last().unwrap();
+    let kv: Vec<(&str, f64)> = last
+        .split_whitespace()
+        .map(|w| {
+            let (k, v) = w.split_once('=').unwrap();
+            (k, v.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        kv.iter().map(|(k, _)| *k).collect::<Vec<_>>(),
+        vec!["gpus1_s_per_proof", "gpus2_s_per_proof"],
+        "{last}"
+    );
+    assert!(kv.iter().all(|(_, v)| *v > 0.0), "{last}");
+    // The same figures as the run lines.
+    for (run, (_, v)) in runs.iter().zip(&kv) {
+        let s: f64 = run
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("s_per_proof="))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((s - v).abs() < 0.0015, "{run} vs {last}");
+    }
+    for f in ["batch-gpus1-gw1.json", "batch-gpus2-gw1.svg"] {
+        assert!(tl.join(f).exists(), "{f} was not written");
+    }
+
+    for (sweep, workers, want) in [
+        ("0,1", "1", "at least 1 device"),
+        ("1,2", "1,2", "one --gpu-workers value"),
+    ] {
+        let out = cuzk(
+            &[
+                &args[..],
+                &["--gpus-sweep", sweep, "--gpu-workers", workers],
+            ]
+            .concat(),
+            &dir,
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(want), "{stderr}");
+    }
+    // Asking a CUDA backend for more GPUs than there are (none here, or fewer than 64): an error.
+    let out = cuzk(
+        &[
+            "bench",
+            "batch",
+            "--backend",
+            "cuda",
+            "-c",
+            "1",
+            "--size",
+            "10",
+            "--gpus-sweep",
+            "64",
+        ],
+        &dir,
+    );
+    assert!(!out.status.success());
+}

@@ -247,6 +247,10 @@ fn handle(sh: &Arc<Shared>, req: Request) -> Response {
         Request::Status => match (e.status(), e.pinned()) {
             (Ok(st), Ok((bytes, regs))) => {
                 let mut v = serde_json::to_value(&st).unwrap_or_default();
+                // Per device: its queue (computing, staged, uploading), VRAM budget, resident
+                // parameters and service state, each with a one-line summary.
+                v["gpus"] = serde_json::to_value(crate::devices::device_status(&st, e.device_names()))
+                    .unwrap_or_default();
                 v["pinned_bytes"] = bytes.into();
                 v["pin_registrations"] = regs.into();
                 v["draining"] = sh.draining.load(Ordering::Acquire).into();

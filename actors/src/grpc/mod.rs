@@ -339,20 +339,28 @@ impl Service {
                 .unwrap_or_default()
         };
         let unlimited = |c: u64| if c >= crate::budget::UNLIMITED { 0 } else { c };
-        let names = e.device_names();
-        let gpus = st
-            .vram
-            .iter()
-            .enumerate()
-            .map(|(i, b)| {
-                let current = st.on_gpu.get(i).and_then(|v| v.first()).map(|(j, _)| *j);
+        let key = |k: &(u64, usize)| format!("{}/{}", k.0, k.1);
+        let gpus = crate::devices::device_status(&st, e.device_names())
+            .into_iter()
+            .map(|d| {
+                let current = d.computing.or(d.uploading).map(|(j, _)| j);
                 pb::GpuStatus {
-                    ordinal: i as u32,
-                    name: names.get(i).cloned().unwrap_or_default(),
-                    vram_total_bytes: unlimited(b.capacity),
-                    vram_free_bytes: unlimited(b.capacity).saturating_sub(b.reserved),
+                    ordinal: d.index as u32,
+                    vram_total_bytes: d.vram_capacity,
+                    vram_free_bytes: d.vram_capacity.saturating_sub(d.vram_reserved),
                     current_job_id: current.map(|j| j.to_string()).unwrap_or_default(),
                     current_proof_kind: current.map(kind_of).unwrap_or_default(),
+                    computing: d.computing.as_ref().map(key).unwrap_or_default(),
+                    staged: d.staged.iter().map(key).collect(),
+                    uploading: d.uploading.as_ref().map(key).unwrap_or_default(),
+                    vram_reserved_bytes: d.vram_reserved,
+                    resident_params: d
+                        .resident
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_default(),
+                    in_service: d.in_service,
+                    out_of_service_reason: d.out_of_service.unwrap_or_default(),
+                    name: d.name,
                 }
             })
             .collect();

@@ -1,5 +1,7 @@
 //! `cuzk bench batch`: COUNT multi-partition jobs through the actor pipeline, CONCURRENCY in
-//! flight, once per `--gpu-workers` value; one line per proof, then a summary in s/proof.
+//! flight, once per `--gpu-workers` value; one line per proof, then a summary in s/proof. With
+//! `--gpus-sweep 1,2`: once per device count (the first 1, then the first 2 devices, a fresh
+//! engine each), a `run gpus=N …` line per run, and last `gpus1_s_per_proof=… gpus2_s_per_proof=…`.
 
 use std::collections::VecDeque;
 
@@ -50,9 +52,16 @@ pub struct Args {
     /// A config file (see config/cuzk.toml); CUZK_* environment overrides apply too.
     #[arg(long)]
     config: Option<PathBuf>,
-    /// Write the timeline of each run here as JSON and SVG (`batch-gw<N>.json/.svg`).
+    /// Write the timeline of each run here as JSON and SVG (`batch-gw<N>.json/.svg`; in a
+    /// sweep `batch-gpus<N>-gw<W>.json/.svg`).
     #[arg(long)]
     timeline_dir: Option<PathBuf>,
+    /// Run the workload on the first N devices for each N listed (e.g. `1,2`; a count repeated
+    /// is run again and averaged), a fresh engine each; the last line is
+    /// `gpus1_s_per_proof=… gpus2_s_per_proof=…`. GPUs are the first N of `engine.gpus` (or of
+    /// every visible GPU); on the CPU backend N CPU backends run as N devices.
+    #[arg(long, value_delimiter = ',')]
+    gpus_sweep: Vec<usize>,
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -86,11 +95,30 @@ pub fn run(a: Args) -> Result<()> {
         &settings.srs_open(),
     )?);
     let mut summary = Vec::new();
-    for &gw in &a.gpu_workers {
+    // `--gpus-sweep`: one run per device count (a fresh engine each); else one run per
+    // `--gpu-workers` value on the configured devices.
+    let sweep = if a.gpus_sweep.is_empty() {
+        None
+    } else if a.gpu_workers.len() > 1 {
+        return Err("--gpus-sweep takes one --gpu-workers value".into());
+    } else {
+        Some(crate::bench_gpus::Sweep::plan(&settings, &a.gpus_sweep)?)
+    };
+    let workers = a.gpu_workers.first().copied().unwrap_or(1);
+    let runs: Vec<(Option<usize>, usize)> = match &sweep {
+        Some(_) => a.gpus_sweep.iter().map(|&n| (Some(n), workers)).collect(),
+        None => a.gpu_workers.iter().map(|&gw| (None, gw)).collect(),
+    };
+    let mut gpus_runs: Vec<(usize, f64)> = Vec::new();
+    for (gpus, gw) in runs {
+        if let (Some(s), Some(n)) = (&sweep, gpus) {
+            s.apply(&mut settings, n);
+        }
         settings.engine.gpu_workers_per_device = gw.max(1);
         let (engine, backend_name) =
             Engine::from_settings(&settings, Some(Dims::of(&srs).resident(gw)))?;
-        println!("# backend={backend_name} gpu_workers={gw} jobs={} concurrency={} partitions={} circuit={} size={size}", a.count, a.concurrency, a.partitions, a.circuit);
+        let on = gpus.map(|n| format!(" gpus={n}")).unwrap_or_default();
+        println!("# backend={backend_name}{on} gpu_workers={gw} jobs={} concurrency={} partitions={} circuit={} size={size}", a.count, a.concurrency, a.partitions, a.circuit);
         let start = Instant::now();
         let mut in_flight = VecDeque::new();
         let (mut submitted, mut finished) = (0usize, 0usize);
@@ -146,14 +174,33 @@ pub fn run(a: Args) -> Result<()> {
             window_s / a.count.max(1) as f64,
             window_s
         );
+        if let Some(n) = gpus {
+            println!(
+                "run gpus={n} devices_used={} s_per_proof={s_per_proof:.3} steady_s_per_proof={:.3} {}",
+                crate::bench_gpus::devices_used(&spans),
+                window_s / a.count.max(1) as f64,
+                crate::bench_gpus::busy_line(&spans, n)
+            );
+            gpus_runs.push((n, s_per_proof));
+        }
         if let Some(d) = &a.timeline_dir {
             std::fs::create_dir_all(d)?;
             // One file per run: a setting measured twice keeps both timelines.
-            let run = summary.iter().filter(|(g, _)| *g == gw).count() + 1;
-            let stem = if run == 1 {
-                format!("batch-gw{gw}")
+            let (run, base) = match gpus {
+                // This run is already in `gpus_runs`.
+                Some(n) => (
+                    gpus_runs.iter().filter(|(m, _)| *m == n).count(),
+                    format!("batch-gpus{n}-gw{gw}"),
+                ),
+                None => (
+                    summary.iter().filter(|(g, _)| *g == gw).count() + 1,
+                    format!("batch-gw{gw}"),
+                ),
+            };
+            let stem = if run <= 1 {
+                base
             } else {
-                format!("batch-gw{gw}-run{run}")
+                format!("{base}-run{run}")
             };
             std::fs::write(
                 d.join(format!("{stem}.json")),
@@ -165,7 +212,7 @@ pub fn run(a: Args) -> Result<()> {
         engine.shutdown();
         summary.push((gw, s_per_proof));
     }
-    if summary.len() > 1 {
+    if sweep.is_none() && summary.len() > 1 {
         // Each setting once, in first-run order, as the mean of its runs (interleaving 1,2,1,2
         // spreads slow drifts of the machine over both settings).
         let mut settings: Vec<usize> = Vec::new();
@@ -201,7 +248,11 @@ pub fn run(a: Args) -> Result<()> {
                 .join(" ")
         );
     }
-    if let Some((_, s)) = summary.last() {
+    if sweep.is_some() {
+        for line in crate::bench_gpus::closing_lines(&gpus_runs) {
+            println!("{line}");
+        }
+    } else if let Some((_, s)) = summary.last() {
         println!("s_per_proof={s:.3}");
     }
     Ok(())

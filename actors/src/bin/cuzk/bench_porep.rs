@@ -1,7 +1,10 @@
 //! `cuzk bench porep --c1 FILE -c COUNT -j CONCURRENCY`: PoRep C2 proofs of one real C1 output
 //! through the engine. First one proof alone (its latency and stage split), then COUNT proofs
 //! with CONCURRENCY in flight; a line per proof, then s/proof, GPU busy and stage totals. The
-//! last line: `porep_ms_per_proof=<stream> porep_latency_ms=<one alone> sector=<size>`.
+//! last line: `porep_ms_per_proof=<stream> porep_latency_ms=<one alone> sector=<size>`. With
+//! `--gpus-sweep 1,2`: all of that once per device count (the first 1, then the first 2 devices,
+//! a fresh engine each; parameters set up into the engine once), a `run gpus=N …` line per run,
+//! and last `gpus1_s_per_proof=… gpus2_s_per_proof=…` (the streams' s/proof).
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -51,9 +54,48 @@ pub struct Args {
     setup_gpu: Option<usize>,
     #[arg(long, default_value_t = params::DEV_SETUP_SEED)]
     setup_seed: u64,
+    /// Run everything on the first N devices for each N listed (e.g. `1,2`), a fresh engine
+    /// each; the last line is `gpus1_s_per_proof=… gpus2_s_per_proof=…`. GPUs are the first N of
+    /// `engine.gpus` (or of every visible GPU); on the CPU backend N CPU backends run as N devices.
+    #[arg(long, value_delimiter = ',')]
+    gpus_sweep: Vec<usize>,
 }
 
+/// Parameters set up into the first engine of a sweep, installed into the later ones.
+type Installed = Option<(std::sync::Arc<cuzk_srs::Srs>, PathBuf)>;
+
 pub fn run(a: Args) -> Result<()> {
+    if a.gpus_sweep.is_empty() {
+        return run_once(&a, None, &mut None).map(|_| ());
+    }
+    let mut settings = Settings::load(a.config.as_deref())?;
+    if let Some(b) = a.backend {
+        settings.engine.backend = b;
+    }
+    let sweep = crate::bench_gpus::Sweep::plan(&settings, &a.gpus_sweep)?;
+    let mut installed = None;
+    let mut runs = Vec::new();
+    for &n in &a.gpus_sweep {
+        let (ms, used, busy) = run_once(&a, Some((&sweep, n)), &mut installed)?;
+        println!(
+            "run gpus={n} devices_used={used} s_per_proof={:.3} {busy}",
+            ms / 1e3
+        );
+        runs.push((n, ms / 1e3));
+    }
+    for line in crate::bench_gpus::closing_lines(&runs) {
+        println!("{line}");
+    }
+    Ok(())
+}
+
+/// One engine's run (on the first N devices of a sweep): the proof alone, then the stream.
+/// Returns the stream's ms per proof, the devices that computed, and their busy line.
+fn run_once(
+    a: &Args,
+    gpus: Option<(&crate::bench_gpus::Sweep, usize)>,
+    installed: &mut Installed,
+) -> Result<(f64, usize, String)> {
     let dir = params::dir(a.params_dir.as_deref());
     std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
     let prover_id = a
@@ -78,8 +120,13 @@ pub fn run(a: Args) -> Result<()> {
     if let Some(b) = a.backend {
         settings.engine.backend = b;
     }
+    if let Some((sweep, n)) = gpus {
+        sweep.apply(&mut settings, n);
+    }
     let (engine, devices) = Engine::from_settings(&settings, None)?;
-    if a.setup_into_engine && params::locate(registered, &dir).is_err() {
+    if let Some((srs, path)) = installed.as_ref() {
+        engine.install_srs(path, srs.clone())?;
+    } else if a.setup_into_engine && params::locate(registered, &dir).is_err() {
         cuzk_actors::log::bridge();
         let start = Instant::now();
         let dev = a
@@ -93,7 +140,9 @@ pub fn run(a: Args) -> Result<()> {
         let (srs, path) = params::generate_in_memory(registered, &dir, a.setup_seed, on)?;
         drop(dev);
         let points = srs.h().len() + srs.l().len() + srs.a().len() + srs.b_g1().len();
-        engine.install_srs(&path, std::sync::Arc::new(srs))?;
+        let srs = std::sync::Arc::new(srs);
+        engine.install_srs(&path, srs.clone())?;
+        *installed = Some((srs, path.clone()));
         println!(
             "# setup into the engine: {:.1} s ({points} G1 points and the G2 B query, seed {}, \
              on {}; {} stands for them, not written)",
@@ -188,13 +237,19 @@ pub fn run(a: Args) -> Result<()> {
     println!("summary: {ms_per_proof:.1} ms/proof over {} proofs, wall {wall:.2} s, gpu busy {:.1}% (first to last kernel)", a.count, busy * 100.0);
     if let Some(d) = &a.timeline_dir {
         std::fs::create_dir_all(d)?;
-        std::fs::write(d.join("porep.json"), serde_json::to_vec_pretty(&spans)?)?;
+        let stem = gpus.map_or("porep".to_string(), |(_, n)| format!("porep-gpus{n}"));
+        std::fs::write(
+            d.join(format!("{stem}.json")),
+            serde_json::to_vec_pretty(&spans)?,
+        )?;
         let title = format!("cuzk bench porep: {registered}, {devices}, {} proofs, {} in flight, {ms_per_proof:.1} ms/proof", a.count, a.concurrency);
-        std::fs::write(d.join("porep.svg"), svg(&spans, &title))?;
+        std::fs::write(d.join(format!("{stem}.svg")), svg(&spans, &title))?;
     }
+    let used = crate::bench_gpus::devices_used(&spans);
+    let busy_each = crate::bench_gpus::busy_line(&spans, engine.device_names().len());
     engine.shutdown();
     println!(
         "porep_ms_per_proof={ms_per_proof:.1} porep_latency_ms={latency_ms:.1} sector={sector}"
     );
-    Ok(())
+    Ok((ms_per_proof, used, busy_each))
 }

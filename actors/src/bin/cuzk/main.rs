@@ -2,6 +2,7 @@
 
 mod bench_batch;
 mod bench_cpu;
+mod bench_gpus;
 mod bench_kernels;
 mod bench_porep;
 mod bench_soak;
@@ -55,7 +56,8 @@ enum Cmd {
 enum BenchCmd {
     /// cuzk's CPU prover against bellperson's `create_proof`, side by side, same circuits.
     Cpu(bench_cpu::Args),
-    /// Jobs through the actor pipeline: one line per proof, then s/proof.
+    /// Jobs through the actor pipeline: one line per proof, then s/proof (`--gpus-sweep 1,2`: on
+    /// 1 then 2 devices, last line `gpus1_s_per_proof=… gpus2_s_per_proof=…`).
     Batch(bench_batch::Args),
     /// The CUDA kernels alone on one GPU; last line `msm_g1_2p26_ms=… ntt_2p27_ms=…`.
     Kernels(bench_kernels::Args),
