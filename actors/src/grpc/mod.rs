@@ -620,6 +620,16 @@ fn check_token(token: &str, req: &Request<()>) -> Result<(), Status> {
     }
 }
 
+/// Whether a unix-socket peer whose credentials read `peer` (its uid) may talk to a daemon
+/// running as uid `me`: only the same uid (the socket is also mode 0600); why not, otherwise.
+fn peer_allowed(peer: std::io::Result<u32>, me: u32) -> Result<(), String> {
+    match peer {
+        Ok(uid) if uid == me => Ok(()),
+        Ok(uid) => Err(format!("peer uid {uid} is not the daemon's uid {me}")),
+        Err(e) => Err(format!("reading the peer's credentials (SO_PEERCRED): {e}")),
+    }
+}
+
 /// The running service: its runtime, and where it listens.
 pub struct GrpcServer {
     runtime: Option<tokio::runtime::Runtime>,
@@ -719,8 +729,28 @@ impl GrpcServer {
             };
             std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
                 .map_err(|e| format!("chmod 0600 {}: {e}", path.display()))?;
-            let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
-            // The socket's file mode guards it: no token there.
+            // The socket's file mode guards it, and each connection's peer uid is checked (as on
+            // the control socket): no token there.
+            // SAFETY: geteuid has no preconditions.
+            let me = unsafe { libc::geteuid() };
+            let peers = l.clone();
+            let incoming = tokio_stream::StreamExt::filter_map(
+                tokio_stream::wrappers::UnixListenerStream::new(listener),
+                move |conn| match conn {
+                    Ok(s) => match peer_allowed(s.peer_cred().map(|c| c.uid()), me) {
+                        Ok(()) => Some(Ok(s)),
+                        Err(why) => {
+                            slog::warn!(
+                                peers,
+                                "gRPC connection on the unix socket refused: {}",
+                                why
+                            );
+                            None
+                        }
+                    },
+                    Err(e) => Some(Err(e)),
+                },
+            );
             runtime.spawn(serve(
                 server(TokenCheck(None)),
                 incoming,
@@ -787,5 +817,22 @@ impl GrpcServer {
 impl Drop for GrpcServer {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::peer_allowed;
+
+    #[test]
+    fn only_the_daemons_own_uid_may_connect_on_the_unix_socket() {
+        assert_eq!(peer_allowed(Ok(1000), 1000), Ok(()));
+        assert_eq!(peer_allowed(Ok(0), 0), Ok(()));
+        let e = peer_allowed(Ok(1001), 1000).unwrap_err();
+        assert!(e.contains("1001") && e.contains("1000"), "{e}");
+        // root is not the daemon's uid either: refused like any other.
+        assert!(peer_allowed(Ok(0), 1000).is_err());
+        let e = peer_allowed(Err(std::io::Error::other("no creds")), 1000).unwrap_err();
+        assert!(e.contains("SO_PEERCRED") && e.contains("no creds"), "{e}");
     }
 }
