@@ -909,3 +909,114 @@ impl Handler<GetStatus> for Dispatcher {
         });
     }
 }
+
+/// One GPU's resident parameters dropped by [`EvictResident`].
+pub struct ResidentDropped {
+    pub gpu: usize,
+    /// The VRAM reservation given back (bases and the workers' MSM scratch).
+    pub reserved: u64,
+    /// The backend's answer once the GPU's UploadActor has freed the device copy (the device
+    /// bytes it held).
+    pub freed: crossbeam_channel::Receiver<Result<u64, String>>,
+}
+
+/// Drops the resident parameters, on every GPU where nothing is staged, that are `srs` (`None`:
+/// only sets no handle holds any more, as after idle eviction): the VRAM reservation is
+/// released here and the device copy is freed by the GPU's UploadActor. A GPU with partitions
+/// staged keeps them (they use them); the next SRS to be made resident there replaces them.
+pub struct EvictResident {
+    pub srs: Option<Arc<cuzk_srs::Srs>>,
+    pub reply: Option<Sender<Vec<ResidentDropped>>>,
+}
+impl Message for EvictResident {
+    type Result = ();
+}
+impl Handler<EvictResident> for Dispatcher {
+    type Result = ();
+    fn handle(&mut self, msg: EvictResident, ctx: &mut Context<Self>) {
+        let mut dropped = Vec::new();
+        for gpu in 0..self.resident.len() {
+            let Some((weak, _, _)) = &self.resident[gpu] else {
+                continue;
+            };
+            let holder = weak.upgrade();
+            let matches = match (&msg.srs, &holder) {
+                (_, None) => true,
+                (Some(s), Some(h)) => Arc::ptr_eq(s, h),
+                (None, Some(_)) => false,
+            };
+            if !matches {
+                continue;
+            }
+            if self.staged[gpu] > 0 || self.uploading[gpu] {
+                slog::info!(
+                    crate::log::component("dispatcher"),
+                    "resident parameters kept on GPU {} while {} partition(s) are staged there",
+                    gpu,
+                    self.staged[gpu]
+                );
+                continue;
+            }
+            if let Some(d) = self.drop_resident(gpu) {
+                dropped.push(d);
+            }
+        }
+        if !dropped.is_empty() {
+            // The budget freed may let a waiting partition go.
+            self.pump(ctx);
+        }
+        if let Some(r) = msg.reply {
+            let _ = r.send(dropped);
+        }
+    }
+}
+
+impl Dispatcher {
+    /// Releases `gpu`'s resident-parameter reservation and has its UploadActor free the device
+    /// copy (`Backend::evict_resident`).
+    fn drop_resident(&mut self, gpu: usize) -> Option<ResidentDropped> {
+        let (_, res, reserved) = self.resident[gpu].take()?;
+        self.vram[gpu].release(res);
+        let (tx, freed) = crossbeam_channel::bounded(1);
+        match self.uploaders.get(gpu) {
+            Some(u) => u.do_send(crate::upload::DropResident { reply: Some(tx) }),
+            None => {
+                let _ = tx.send(Err(format!("GPU {gpu} has no uploader")));
+            }
+        }
+        Some(ResidentDropped {
+            gpu,
+            reserved,
+            freed,
+        })
+    }
+}
+
+/// Stops the work: every live job is answered (`EngineStopped`) and its queued partitions are
+/// dropped with what they hold; new jobs are refused. The reply (the uploaders, so the caller
+/// can have their staging buffers unpinned) goes out once no partition is in flight: a stage
+/// that is running ends first and releases what it holds.
+pub struct Shutdown {
+    pub reply: Sender<Vec<Addr<UploadActor>>>,
+}
+impl Message for Shutdown {
+    type Result = ();
+}
+impl Handler<Shutdown> for Dispatcher {
+    type Result = ();
+    fn handle(&mut self, msg: Shutdown, ctx: &mut Context<Self>) {
+        let live: Vec<JobId> = self
+            .jobs
+            .iter()
+            .filter(|(_, st)| st.reply.is_some())
+            .map(|(id, _)| *id)
+            .collect();
+        for job in live {
+            self.fail(job, JobError::EngineStopped(job));
+        }
+        slog::info!(crate::log::component("dispatcher"), "shutting down: jobs answered, waiting for running stages";
+            "in_flight" => self.jobs.values().map(|j| j.in_flight.len()).sum::<usize>());
+        self.stopping = Some(Some(msg.reply));
+        self.pump(ctx);
+    }
+}

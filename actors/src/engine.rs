@@ -16,7 +16,8 @@ use crate::collector::MsmCollector;
 use crate::compute::ComputeActor;
 use crate::devices;
 use crate::dispatcher::{
-    Cancel, Dispatcher, DispatcherConfig, GetStatus, SetPaused, SetUploaders, Status, Submit,
+    Cancel, Dispatcher, DispatcherConfig, EvictResident, GetStatus, SetPaused, SetUploaders,
+    Status, Submit,
 };
 use crate::job::{JobHandle, JobId, JobSpec};
 use crate::pinner::{HostPinner, PinApi};
@@ -69,6 +70,32 @@ impl Default for EngineConfig {
             srs_idle_evict: Duration::from_secs(600),
             device_fail_limit: 3,
         }
+    }
+}
+
+/// What [`Engine::evict_srs_freed`] freed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Evicted {
+    /// The parameters' points in host memory (or mapped from the decode cache).
+    pub host_bytes: u64,
+    /// The GPUs whose resident copy was dropped.
+    pub gpus: Vec<GpuFreed>,
+}
+
+/// One GPU's resident copy of evicted parameters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuFreed {
+    pub gpu: usize,
+    /// The VRAM reservation given back (bases and the workers' MSM scratch).
+    pub reserved: u64,
+    /// The device bytes the backend freed (0 for a backend that keeps nothing resident).
+    pub device_bytes: u64,
+}
+
+impl Evicted {
+    /// Host bytes plus the VRAM reservations given back.
+    pub fn total(&self) -> u64 {
+        self.host_bytes + self.gpus.iter().map(|g| g.reserved).sum::<u64>()
     }
 }
 
@@ -206,11 +233,18 @@ impl Engine {
                     }
                     dispatcher.do_send(SetUploaders(uploaders));
                     let l = loader.clone();
+                    let d = dispatcher.clone();
                     let idle = cfg.srs_idle_evict;
                     actix_rt::spawn(async move {
                         loop {
                             actix_rt::time::sleep(idle.max(Duration::from_secs(1)) / 2).await;
                             l.do_send(EvictIdle { idle, reply: None });
+                            // Resident copies of parameters no handle holds any more (evicted
+                            // idle on an earlier round) are dropped on idle GPUs.
+                            d.do_send(EvictResident {
+                                srs: None,
+                                reply: None,
+                            });
                         }
                     });
                     Ok::<_, String>(Started {
@@ -338,13 +372,49 @@ impl Engine {
             .unwrap_or(false)
     }
 
+    /// Evicts the parameters loaded from `path` (refused while a job holds them), and their
+    /// resident copies on every GPU where nothing is staged; see [`Engine::evict_srs_freed`].
     pub fn evict_srs(&self, path: &Path) -> Result<(), String> {
+        self.evict_srs_freed(path).map(|_| ())
+    }
+
+    /// [`Engine::evict_srs`], saying what it freed: the loader's handle (refused while a job
+    /// holds it), then, on every GPU where the parameters are resident and nothing is staged,
+    /// their VRAM reservation (released by the dispatcher) and the device copy (freed by that
+    /// GPU's UploadActor, `Backend::evict_resident`). Returns once the device copies are freed.
+    pub fn evict_srs_freed(&self, path: &Path) -> Result<Evicted, String> {
         let (tx, rx) = crossbeam_channel::bounded(1);
         self.loader.do_send(Evict {
             path: path.into(),
             reply: tx,
         });
-        rx.recv().map_err(|_| "engine stopped".to_string())?
+        let srs = rx.recv().map_err(|_| "engine stopped".to_string())??;
+        let mut freed = Evicted {
+            host_bytes: srs.point_bytes(),
+            ..Evicted::default()
+        };
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.dispatcher.do_send(EvictResident {
+            srs: Some(srs.clone()),
+            reply: Some(tx),
+        });
+        let dropped = rx.recv().map_err(|_| "engine stopped".to_string())?;
+        for d in dropped {
+            let device = d.freed.recv().map_err(|_| {
+                format!(
+                    "engine stopped while freeing the resident copy of {} on GPU {}",
+                    path.display(),
+                    d.gpu
+                )
+            })??;
+            freed.gpus.push(GpuFreed {
+                gpu: d.gpu,
+                reserved: d.reserved,
+                device_bytes: device,
+            });
+        }
+        drop(srs);
+        Ok(freed)
     }
 
     /// The open parameter files.

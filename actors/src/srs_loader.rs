@@ -89,10 +89,11 @@ impl Handler<Install> for SrsLoader {
     }
 }
 
-/// Drops the loader's handle to `path`; refused while anyone else holds it.
+/// Drops the loader's handle to `path`; refused while anyone else holds it. Replies with the
+/// handle (the caller drops it, once the GPUs' resident copies are dropped too).
 pub struct Evict {
     pub path: PathBuf,
-    pub reply: Sender<Result<(), String>>,
+    pub reply: Sender<Result<Arc<Srs>, String>>,
 }
 impl Message for Evict {
     type Result = ();
@@ -107,10 +108,11 @@ impl Handler<Evict> for SrsLoader {
                 msg.path.display(),
                 Arc::strong_count(srs) - 1
             )),
-            Some(_) => {
-                self.loaded.remove(&msg.path);
-                Ok(())
-            }
+            Some(_) => self
+                .loaded
+                .remove(&msg.path)
+                .map(|(srs, _)| srs)
+                .ok_or_else(|| format!("{} is not loaded", msg.path.display())),
         };
         let _ = msg.reply.send(result);
     }

@@ -193,3 +193,37 @@ impl Handler<Upload> for UploadActor {
         }
     }
 }
+
+/// Frees the parameters the backend keeps resident on this GPU (`Backend::evict_resident`), on
+/// this actor's thread, which owns the GPU's uploads: an evict, sent by the dispatcher once it has
+/// dropped its reservation for them and nothing is staged here. Replies with the device bytes the
+/// backend freed.
+pub struct DropResident {
+    pub reply: Option<crossbeam_channel::Sender<Result<u64, String>>>,
+}
+
+impl Message for DropResident {
+    type Result = ();
+}
+
+impl Handler<DropResident> for UploadActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: DropResident, _: &mut SyncContext<Self>) {
+        let backend = &self.backend;
+        let r = catch("evicting the resident parameters", || {
+            backend.evict_resident().map_err(|e| e.to_string())
+        })
+        .map_err(|e| format!("GPU {} ({}): {e}", self.gpu, self.backend.name()));
+        let l = crate::log::component("upload");
+        match &r {
+            Ok(bytes) => {
+                slog::info!(l, "resident parameters freed"; "gpu" => self.gpu, "device_bytes" => *bytes)
+            }
+            Err(e) => slog::error!(l, "{}", e; "gpu" => self.gpu),
+        }
+        if let Some(reply) = msg.reply {
+            let _ = reply.send(r);
+        }
+    }
+}

@@ -156,6 +156,15 @@ pub trait Backend: Send + Sync {
         r
     }
 
+    /// Frees the device copy of the parameters this backend keeps resident (`PipelinedGpu`'s
+    /// bases), if it keeps one, and returns the device bytes it held. The engine calls it on the
+    /// device's UploadActor when the parameters are evicted and nothing is staged on the device;
+    /// partitions still queued keep their own hold on the bases until they are collected. The
+    /// default keeps nothing resident.
+    fn evict_resident(&self) -> Result<u64, EngineError> {
+        Ok(0)
+    }
+
     /// Brings a computed partition's sums to the host (a GPU backend: waits for its kernels,
     /// then device→host copies and the final reductions); device-timed stages go into `t`.
     fn collect(&self, c: Computed, _t: &mut Timings) -> Result<Sums, EngineError> {

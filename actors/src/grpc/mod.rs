@@ -588,9 +588,11 @@ impl ProvingEngine for Service {
             let Some(s) = e.loaded_srs().map_err(Status::unavailable)?.into_iter().find(|s| s.path == path) else {
                 return Ok(pb::EvictSrsResponse { was_loaded: false, freed_bytes: 0 });
             };
-            e.evict_srs(&path).map_err(|x| Status::failed_precondition(format!("circuit id `{id}`: {x}")))?;
-            slog::info!(log::component("grpc"), "parameters evicted"; "circuit_id" => id.clone(), "freed_bytes" => s.bytes);
-            Ok::<_, Status>(pb::EvictSrsResponse { was_loaded: true, freed_bytes: s.bytes })
+            let freed = e.evict_srs_freed(&path).map_err(|x| Status::failed_precondition(format!("circuit id `{id}`: {x}")))?;
+            // Host memory, and the VRAM its resident copies held on each GPU.
+            let gpus: Vec<usize> = freed.gpus.iter().map(|g| g.gpu).collect();
+            slog::info!(log::component("grpc"), "parameters evicted"; "circuit_id" => id.clone(), "host_bytes" => s.bytes, "freed_bytes" => freed.total(), "gpus" => format!("{gpus:?}"));
+            Ok::<_, Status>(pb::EvictSrsResponse { was_loaded: true, freed_bytes: freed.total() })
         })
         .await
         .map_err(|e| Status::internal(format!("evict task: {e}")))?;

@@ -492,6 +492,39 @@ impl Backend for PipelinedGpu {
         true
     }
 
+    fn evict_resident(&self) -> Result<u64> {
+        // Not while a partition is being queued (it may be taking the bases right now).
+        let _g = self
+            .compute_lock
+            .lock()
+            .map_err(|_| backend_err("compute lock poisoned"))?;
+        let taken = self
+            .resident
+            .lock()
+            .map_err(|_| backend_err("resident SRS cache poisoned"))?
+            .take();
+        let Some(r) = taken else {
+            return Ok(0);
+        };
+        let bytes = [&r.h, &r.l, &r.a, &r.b_g1, &r.b_g2]
+            .iter()
+            .map(|b| b.len() as u64)
+            .sum();
+        let dev = self.inner.device();
+        dev.ctx
+            .bind_to_thread()
+            .map_err(|e| backend_err(format!("binding the GPU's context: {e:?}")))?;
+        // Kernels already queued read the bases (and partitions not yet collected keep their own
+        // hold on them): free after them, then give the memory back (the pool keeps freed memory).
+        self.kernels.sync("freeing the resident SRS")?;
+        drop(r);
+        dev.sync("freeing the resident SRS")?;
+        if let Err(e) = super::pool::trim(&dev.ctx, 0) {
+            log::warn!("{e}; the evicted SRS's memory stays in the pool");
+        }
+        Ok(bytes)
+    }
+
     fn stage(&self, p: &Prepared) -> Result<Staged> {
         self.stage_from(p, &mut Src::Pinned)
     }
