@@ -371,3 +371,73 @@ fn bench_batch_sweeps_one_then_two_devices() {
     );
     assert!(!out.status.success());
 }
+
+/// A daemon on two CPU devices (`CUZK_ENGINE__CPU_DEVICES=2`): `ctl status` lists both under
+/// `gpus`, each in service with its queue, budget and summary line; a duplicate in
+/// `CUZK_ENGINE__GPUS` stops the daemon at start with an error naming the key.
+#[test]
+fn ctl_status_lists_every_device_and_bad_gpus_are_refused() {
+    use cuzk_actors::control::client::call;
+    use cuzk_actors::control::proto::{Request, Response};
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("cuzk.sock");
+    let mut daemon = Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args(["daemon", "--socket", socket.to_str().unwrap()])
+        .env("CUZK_ENGINE__BACKEND", "cpu")
+        .env("CUZK_ENGINE__CPU_DEVICES", "2")
+        .env("CUZK_PARAMS_DIR", dir.path())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !matches!(call(&socket, &Request::Ready), Ok(Response::Ok(ref s)) if s == "ready") {
+        assert!(
+            start.elapsed().as_secs() < 60,
+            "daemon did not become ready"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = cuzk(
+        &["ctl", "--socket", socket.to_str().unwrap(), "status"],
+        dir.path(),
+    );
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let gpus = v["gpus"].as_array().expect("a gpus list");
+    assert_eq!(gpus.len(), 2, "{v}");
+    for (i, g) in gpus.iter().enumerate() {
+        assert_eq!(
+            (
+                g["index"].as_u64(),
+                g["name"].as_str(),
+                g["in_service"].as_bool()
+            ),
+            (Some(i as u64), Some("cpu"), Some(true)),
+            "{g}"
+        );
+        assert!(
+            g["staged"].as_array().is_some() && g["vram_unlimited"] == true,
+            "{g}"
+        );
+        let line = g["summary"].as_str().unwrap();
+        assert!(
+            line.starts_with(&format!("device {i} cpu: in service; computing -")),
+            "{line}"
+        );
+    }
+
+    let out = Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args([
+            "daemon",
+            "--socket",
+            dir.path().join("b.sock").to_str().unwrap(),
+        ])
+        .env("CUZK_ENGINE__GPUS", "1,1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("engine.gpus") && stderr.contains("twice"),
+        "{stderr}"
+    );
+}
