@@ -17,6 +17,7 @@ use cuzk_actors::{Engine, JobSpec};
 use cuzk_engine::circuits::Example;
 
 use crate::common::{example, example_params, Result};
+use crate::progress::Progress;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -88,11 +89,9 @@ pub fn run(a: Args) -> Result<()> {
     if let Some(r) = a.srs_residency {
         settings.engine.srs_residency = r;
     }
-    let srs = Arc::new(example_params(
-        &dir,
-        &a.circuit,
-        size,
-        &settings.srs_open(),
+    let srs = Arc::new(crate::progress::phase(
+        &format!("parameters for {} (size {size})", a.circuit),
+        || example_params(&dir, &a.circuit, size, &settings.srs_open()),
     )?);
     let mut summary = Vec::new();
     // `--gpus-sweep`: one run per device count (a fresh engine each); else one run per
@@ -120,6 +119,7 @@ pub fn run(a: Args) -> Result<()> {
         let on = gpus.map(|n| format!(" gpus={n}")).unwrap_or_default();
         println!("# backend={backend_name}{on} gpu_workers={gw} jobs={} concurrency={} partitions={} circuit={} size={size}", a.count, a.concurrency, a.partitions, a.circuit);
         let start = Instant::now();
+        let bar = Progress::bar(a.count as u64, "proofs");
         let mut in_flight = VecDeque::new();
         let (mut submitted, mut finished) = (0usize, 0usize);
         while finished < a.count {
@@ -142,15 +142,17 @@ pub fn run(a: Args) -> Result<()> {
             };
             let out = h.wait()?;
             finished += 1;
-            println!(
+            bar.inc();
+            bar.line(&format!(
                 "proof {finished:>3} job={} wall={:.3}s prove={:.3}s queue={:.3}s bytes={}",
                 out.id,
                 out.wall.as_secs_f64(),
                 out.prove.as_secs_f64(),
                 out.queue.as_secs_f64(),
                 out.to_bytes().len()
-            );
+            ));
         }
+        drop(bar);
         let wall = start.elapsed().as_secs_f64();
         let spans = engine.timeline().spans();
         let (from, to, busy) = crate::common::steady_window(&spans);

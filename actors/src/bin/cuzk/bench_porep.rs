@@ -137,7 +137,10 @@ fn run_once(
             Some(d) => cuzk_engine::setup::SetupOn::Gpu(d),
             None => cuzk_engine::setup::SetupOn::Cpu,
         };
-        let (srs, path) = params::generate_in_memory(registered, &dir, a.setup_seed, on)?;
+        let (srs, path) = crate::progress::phase(
+            &format!("setting up {registered} parameters into the engine"),
+            || params::generate_in_memory(registered, &dir, a.setup_seed, on),
+        )?;
         drop(dev);
         let points = srs.h().len() + srs.l().len() + srs.a().len() + srs.b_g1().len();
         let srs = std::sync::Arc::new(srs);
@@ -182,7 +185,14 @@ fn run_once(
             alone_from = engine.timeline().spans().len();
         }
         let start = Instant::now();
-        let out = engine.submit_parsed(parsed.clone(), &cfg)?.handle.wait()?;
+        let out = crate::progress::phase(
+            if round == 0 {
+                "one proof alone (warm-up: loads the parameters)"
+            } else {
+                "one proof alone"
+            },
+            || -> Result<_> { Ok(engine.submit_parsed(parsed.clone(), &cfg)?.handle.wait()?) },
+        )?;
         let ms = start.elapsed().as_secs_f64() * 1e3;
         let v = verified(&out.to_bytes())?;
         println!(
@@ -203,6 +213,7 @@ fn run_once(
 
     let first_span = alone_spans.len();
     let start = Instant::now();
+    let bar = crate::progress::Progress::bar(a.count as u64, "proofs");
     let mut in_flight = VecDeque::new();
     let (mut submitted, mut finished) = (0usize, 0usize);
     while finished < a.count {
@@ -216,14 +227,16 @@ fn run_once(
         let out = h.wait()?;
         finished += 1;
         let v = verified(&out.to_bytes())?;
-        println!(
+        bar.inc();
+        bar.line(&format!(
             "proof {finished:>3} job={} wall={:.3}s prove={:.3}s queue={:.3}s verified={v}",
             out.id,
             out.wall.as_secs_f64(),
             out.prove.as_secs_f64(),
             out.queue.as_secs_f64()
-        );
+        ));
     }
+    drop(bar);
     let wall = start.elapsed().as_secs_f64();
     let spans: Vec<_> = engine
         .timeline()

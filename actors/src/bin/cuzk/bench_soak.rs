@@ -19,6 +19,7 @@ use cuzk_engine::verify::Verifier;
 use cuzk_srs::Srs;
 
 use crate::common::{example, example_params, Result};
+use crate::progress::Progress;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -132,10 +133,15 @@ struct Tally {
 }
 
 impl Tally {
-    fn settle(&mut self, job: InFlight, entries: &[Entry], timeout: Duration) {
-        let Some(result) = job.handle.wait_timeout(timeout) else {
+    fn settle(&mut self, job: InFlight, entries: &[Entry], timeout: Duration, bar: &Progress) {
+        let result = job.handle.wait_timeout(timeout);
+        bar.inc();
+        let Some(result) = result else {
             self.unanswered += 1;
-            println!("unanswered job={} index={}", job.handle.id, job.index);
+            bar.line(&format!(
+                "unanswered job={} index={}",
+                job.handle.id, job.index
+            ));
             return;
         };
         self.answered += 1;
@@ -151,16 +157,16 @@ impl Tally {
                     self.verified += 1;
                 } else {
                     self.bad_proofs += 1;
-                    println!(
+                    bar.line(&format!(
                         "proof does not verify job={} {}:{}",
                         out.id, e.circuit, e.size
-                    );
+                    ));
                 }
             }
             Err(JobError::Cancelled(_)) if job.cancel_sent => self.cancelled += 1,
             Err(err) => {
                 self.failed += 1;
-                println!("job failed index={}: {err}", job.index);
+                bar.line(&format!("job failed index={}: {err}", job.index));
             }
         }
     }
@@ -184,7 +190,10 @@ pub fn run(a: Args) -> Result<()> {
             .parse()
             .map_err(|e| format!("--mix entry `{m}`: size: {e}"))?;
         example(circuit, Some(size), 0)?;
-        let srs = Arc::new(example_params(&dir, circuit, size, &settings.srs_open())?);
+        let srs = Arc::new(crate::progress::phase(
+            &format!("parameters for {circuit} (size {size})"),
+            || example_params(&dir, circuit, size, &settings.srs_open()),
+        )?);
         let verifier = Verifier::new(srs.vk());
         entries.push(Entry {
             circuit: circuit.into(),
@@ -221,6 +230,7 @@ pub fn run(a: Args) -> Result<()> {
     let mut samples: Vec<(&str, Sample)> = vec![("begin", begin)];
     let (mut tally, mut in_flight) = (Tally::default(), VecDeque::new());
     let started = Instant::now();
+    let bar = Progress::bar(a.proofs as u64, "proofs");
     let mut next = 0usize;
     for (at, name) in checkpoints {
         while next < at {
@@ -249,18 +259,19 @@ pub fn run(a: Args) -> Result<()> {
                 next += 1;
             }
             if let Some(job) = in_flight.pop_front() {
-                tally.settle(job, &entries, timeout);
+                tally.settle(job, &entries, timeout, &bar);
             }
         }
         // Quiescent: every job submitted so far is answered before the sample.
         while let Some(job) = in_flight.pop_front() {
-            tally.settle(job, &entries, timeout);
+            tally.settle(job, &entries, timeout, &bar);
         }
         let s = sample(&engine)?;
-        print_sample(name, next, &s);
+        bar.suspend(|| print_sample(name, next, &s));
         samples.push((name, s));
     }
     let wall = started.elapsed().as_secs_f64();
+    drop(bar);
     let status = engine.status()?;
     engine.shutdown();
 

@@ -104,7 +104,10 @@ pub fn run(c: Cmd) -> Result<()> {
                 None => cuzk_engine::setup::SetupOn::Cpu,
             };
             if in_memory {
-                let (srs, path) = params::generate_in_memory(r, &dir, seed, on)?;
+                let (srs, path) = crate::progress::phase(
+                    &format!("setting up {r} parameters in memory"),
+                    || params::generate_in_memory(r, &dir, seed, on),
+                )?;
                 println!(
                     "{r}: set up in memory in {:.1} s: h={} l={} a={} b_g1={} b_g2={} ({} stands \
                      for them, not written; cuzk local setup, seed {seed}: not the production \
@@ -119,7 +122,10 @@ pub fn run(c: Cmd) -> Result<()> {
                 );
                 return Ok(());
             }
-            let (path, generated) = params::generate_on(r, &dir, seed, on)?;
+            let (path, generated) =
+                crate::progress::phase(&format!("setting up {r} parameters"), || {
+                    params::generate_on(r, &dir, seed, on)
+                })?;
             println!(
                 "{r}: {} {} in {:.1} s (cuzk local setup, seed {seed}: not the production parameters)",
                 if generated { "generated" } else { "already present:" },

@@ -12,6 +12,7 @@ mod daemon;
 mod filecoin_args;
 mod filecoin_cmd;
 mod kernels_cmd;
+mod progress;
 mod prove;
 mod prove_filecoin;
 mod srs_cmd;

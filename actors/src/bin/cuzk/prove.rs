@@ -67,13 +67,21 @@ pub fn run(a: Args) -> Result<()> {
     }
     let dir = a.params_dir.unwrap_or_else(crate::default_params_dir);
     let (_, size) = example(&a.circuit, a.size, 0)?;
-    let srs = example_params(
-        &dir,
-        &a.circuit,
-        size,
-        &OpenOptions {
-            subgroup_check: a.subgroup_check,
-            ..Default::default()
+    let srs = crate::progress::phase(
+        &format!(
+            "parameters for {} (size {size}): open, or generate once",
+            a.circuit
+        ),
+        || {
+            example_params(
+                &dir,
+                &a.circuit,
+                size,
+                &OpenOptions {
+                    subgroup_check: a.subgroup_check,
+                    ..Default::default()
+                },
+            )
         },
     )?;
     let circuits = (0..a.partitions)
@@ -82,8 +90,13 @@ pub fn run(a: Args) -> Result<()> {
     let d = Dims::of(&srs);
     let dev = devices::open(a.backend, a.srs_residency, Some(d.resident(1)), 512 << 20)?;
     let backend = dev.backends[0].clone();
-    let batch =
-        Prover::new(&srs, backend.as_ref()).prove_random(circuits, &mut rand::thread_rng())?;
+    let batch = crate::progress::phase(
+        &format!(
+            "proving {} partition(s) on {}",
+            a.partitions, dev.description
+        ),
+        || Prover::new(&srs, backend.as_ref()).prove_random(circuits, &mut rand::thread_rng()),
+    )?;
     println!(
         "circuit={} size={} partitions={} domain={} inputs={} aux={} backend={}",
         a.circuit,

@@ -2,6 +2,7 @@
 //! path the daemon takes), its bytes written out, then checked by filecoin-proofs' verifier.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use cuzk_actors::filecoin::FilecoinConfig;
 use cuzk_actors::settings::{BackendChoice, Settings};
@@ -10,6 +11,7 @@ use cuzk_filecoin::{params, verify};
 
 use crate::common::Result;
 use crate::filecoin_args::Kind;
+use crate::progress::Progress;
 
 pub struct Opts {
     pub out: Option<PathBuf>,
@@ -33,13 +35,32 @@ pub fn run(kind: &Kind, o: &Opts) -> Result<()> {
         params_dir: Some(dir.clone()),
         ..Default::default()
     };
-    let job = engine.submit_parsed(parsed.clone(), &cfg)?;
+    let job = crate::progress::phase(
+        &format!("loading the {registered} parameters and submitting"),
+        || engine.submit_parsed(parsed.clone(), &cfg),
+    )?;
     println!(
         "proof={registered} partitions={} params={} backend={devices}",
         job.partitions,
         job.params.display()
     );
-    let out = job.handle.wait()?;
+    // A bar over the job's partitions (their count done, read from the engine's status).
+    let bar = Progress::bar(job.partitions as u64, "partitions proved");
+    let out = loop {
+        if let Some(r) = job.handle.wait_timeout(Duration::from_millis(250)) {
+            break r?;
+        }
+        let done = engine.status().ok().and_then(|s| {
+            s.job_list
+                .iter()
+                .find(|j| j.id == job.handle.id)
+                .map(|j| j.done)
+        });
+        if let Some(done) = done {
+            bar.set_position(done as u64);
+        }
+    };
+    drop(bar);
     let bytes = out.to_bytes();
     if let Some(path) = &o.out {
         std::fs::write(path, &bytes).map_err(|e| format!("{}: {e}", path.display()))?;

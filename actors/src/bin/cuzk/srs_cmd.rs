@@ -89,7 +89,10 @@ pub fn run(cmd: Cmd) -> Result<()> {
             subgroup_check,
         } => {
             let start = Instant::now();
-            let srs = Srs::open(&file, &opts(cache_dir, subgroup_check))?;
+            let srs = crate::progress::phase(
+                &format!("decoding {} (and writing its decode cache)", file.display()),
+                || Srs::open(&file, &opts(cache_dir, subgroup_check)),
+            )?;
             println!(
                 "{:?} in {:.2} s, {} bytes of points",
                 srs.origin(),
@@ -100,8 +103,13 @@ pub fn run(cmd: Cmd) -> Result<()> {
         Cmd::Generate { circuit, size, out } => {
             let (ex, size) = example(&circuit, size, 0)?;
             let start = Instant::now();
-            let params = cuzk_engine::setup::generate(ex, Example::SETUP_SEED)?;
-            cuzk_srs::write_params(&out, &params)?;
+            let params = crate::progress::phase(
+                &format!("generating parameters for {circuit} (size {size})"),
+                || cuzk_engine::setup::generate(ex, Example::SETUP_SEED),
+            )?;
+            crate::progress::phase(&format!("writing {}", out.display()), || {
+                cuzk_srs::write_params(&out, &params)
+            })?;
             println!(
                 "wrote {} ({circuit}, size {size}) in {:.2} s",
                 out.display(),
