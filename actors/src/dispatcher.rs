@@ -35,6 +35,12 @@ type Order = (Reverse<Priority>, JobId, usize);
 /// How many recent dispatches `Status` reports (a long-running daemon must not grow without end).
 const DISPATCH_LOG: usize = 4096;
 
+/// How often a partition waiting for memory other processes hold looks again.
+const MEMORY_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// A VRAM limit move smaller than this is applied without a log line.
+const LIMIT_LOG_STEP: u64 = 256 << 20;
+
 struct InFlight {
     host: Option<ReservationId>,
     vram: Option<(usize, ReservationId)>,
@@ -75,6 +81,11 @@ pub struct DispatcherConfig {
     /// A device with this many consecutive device-side failures is taken out of service while
     /// another device is in service (0: never).
     pub device_fail_limit: u32,
+    /// The devices, read for their memory before each VRAM reservation (`Backend::memory`), so
+    /// memory other processes take after the start shrinks what is admitted.
+    pub devices: Vec<Arc<dyn cuzk_engine::Backend>>,
+    /// Device bytes kept free for the driver and other processes.
+    pub vram_reserve: u64,
 }
 
 pub struct Dispatcher {
@@ -106,6 +117,14 @@ pub struct Dispatcher {
     failures: Vec<u32>,
     out_of_service: Vec<Option<String>>,
     fail_limit: u32,
+    devices: Vec<Arc<dyn cuzk_engine::Backend>>,
+    vram_reserve: u64,
+    /// A partition waits for memory other processes hold: pump again soon (no release of ours
+    /// will say when theirs is freed).
+    memory_wait: bool,
+    memory_poll_armed: bool,
+    /// Shutting down: new jobs refused; the reply goes out once nothing is in flight.
+    stopping: Option<Option<Sender<Vec<Addr<UploadActor>>>>>,
 }
 
 impl Dispatcher {
@@ -142,6 +161,11 @@ impl Dispatcher {
             failures: vec![0; cfg.vram_capacity.len()],
             out_of_service: vec![None; cfg.vram_capacity.len()],
             fail_limit: cfg.device_fail_limit,
+            devices: cfg.devices,
+            vram_reserve: cfg.vram_reserve,
+            memory_wait: false,
+            memory_poll_armed: false,
+            stopping: None,
         })
     }
 
@@ -212,10 +236,63 @@ impl Dispatcher {
     }
 
     fn pump(&mut self, ctx: &mut Context<Self>) {
+        if self.stopping.is_some() {
+            let idle = self.jobs.values().all(|j| j.in_flight.is_empty())
+                && self.staged.iter().all(|n| *n == 0)
+                && !self.uploading.iter().any(|u| *u);
+            if idle {
+                if let Some(reply) = self.stopping.as_mut().and_then(Option::take) {
+                    let _ = reply.send(self.uploaders.clone());
+                }
+            }
+            return;
+        }
         self.start_synthesis(ctx);
         if !self.paused {
+            self.memory_wait = false;
             self.dispatch();
+            if self.memory_wait && !self.memory_poll_armed {
+                self.memory_poll_armed = true;
+                ctx.run_later(MEMORY_POLL, |d, ctx| {
+                    d.memory_poll_armed = false;
+                    d.pump(ctx);
+                });
+            }
         }
+    }
+
+    /// Reads `gpu`'s memory and limits its budget to what other processes leave: total, less
+    /// what they (and the driver) hold, less the reserve. Logs when the limit moves.
+    fn refresh_vram(&mut self, gpu: usize) {
+        let Some(m) = self.devices.get(gpu).and_then(|d| d.memory()) else {
+            return;
+        };
+        let budget = &mut self.vram[gpu];
+        let usable = m
+            .total
+            .saturating_sub(m.others())
+            .saturating_sub(self.vram_reserve);
+        let limit = (usable < budget.capacity()).then_some(usable);
+        let moved = match (budget.limit(), limit) {
+            (Some(a), Some(b)) => a.abs_diff(b) >= LIMIT_LOG_STEP,
+            (a, b) => a != b,
+        };
+        if moved {
+            let l = crate::log::component("dispatcher");
+            match limit {
+                Some(l_now) => {
+                    slog::warn!(l, "other processes hold device memory: the VRAM budget admits less until they free it";
+                    "gpu" => gpu, "others_mib" => m.others() >> 20, "free_mib" => m.free >> 20,
+                    "admits_mib" => l_now >> 20, "capacity_mib" => budget.capacity() >> 20,
+                    "reserved_mib" => budget.reserved() >> 20)
+                }
+                None => {
+                    slog::info!(l, "device memory freed by other processes: the VRAM budget is back to its capacity";
+                    "gpu" => gpu, "capacity_mib" => budget.capacity() >> 20)
+                }
+            }
+        }
+        budget.set_limit(limit);
     }
 
     fn start_synthesis(&mut self, ctx: &mut Context<Self>) {
@@ -320,7 +397,11 @@ impl Dispatcher {
         if need > self.vram[gpu].capacity() {
             return Err(format!("the parameters need {need} bytes resident on GPU {gpu}, more than its whole budget ({} bytes)", self.vram[gpu].capacity()));
         }
-        Ok(self.vram[gpu].try_reserve(need).map(|id| {
+        let id = self.vram[gpu].try_reserve(need);
+        if id.is_none() && self.vram[gpu].available() < self.vram[gpu].capacity() {
+            self.memory_wait = true; // other processes hold what it needs: look again soon
+        }
+        Ok(id.map(|id| {
             self.resident[gpu] = Some((Arc::downgrade(srs), id, need));
             need
         }))
@@ -401,10 +482,16 @@ impl Dispatcher {
                 self.ready.remove(&order);
                 continue 'gpus;
             };
+            // What the device has free now, not only what the engine has reserved.
+            self.refresh_vram(gpu);
             let mut room = self.vram[gpu].capacity();
+            let mut room_now = self.vram[gpu].available();
             if self.srs_resident {
                 match self.make_resident(gpu, &srs) {
-                    Ok(Some(resident)) => room -= resident,
+                    Ok(Some(resident)) => {
+                        room -= resident;
+                        room_now = room_now.saturating_sub(resident);
+                    }
                     Ok(None) => continue 'gpus,
                     Err(what) => {
                         self.fail(job, JobError::Rejected { job, what });
@@ -416,12 +503,21 @@ impl Dispatcher {
                 continue 'gpus;
             };
             let dims = Dims::of(&srs);
-            let Some((tier, bytes)) = choose(&dims, room, self.srs_resident) else {
+            if choose(&dims, room, self.srs_resident).is_none() {
                 let what = format!("a partition needs more device memory than GPU {gpu}'s whole budget ({} bytes), even in the chunked tier", self.vram[gpu].capacity());
                 self.fail(job, JobError::Rejected { job, what });
                 return;
+            }
+            // While other processes hold memory, the tier is chosen by what they leave: a
+            // partition that no longer fits whole takes the chunked tier, or waits.
+            let Some((tier, bytes)) = choose(&dims, room_now, self.srs_resident) else {
+                self.memory_wait = true;
+                continue 'gpus;
             };
             let Some(res) = self.vram[gpu].try_reserve(bytes) else {
+                if self.vram[gpu].available() < self.vram[gpu].capacity() {
+                    self.memory_wait = true;
+                }
                 continue 'gpus;
             };
             self.ready.remove(&order);
@@ -515,6 +611,11 @@ impl Handler<Submit> for Dispatcher {
         let id = self.next_job;
         self.next_job += 1;
         let _ = msg.id.send(id);
+        if self.stopping.is_some() {
+            let what = "the engine is shutting down".to_string();
+            let _ = msg.reply.send(Err(JobError::Rejected { job: id, what }));
+            return;
+        }
         let JobSpec {
             srs,
             partitions,
@@ -793,6 +894,10 @@ pub struct BudgetStatus {
     #[serde(serialize_with = "capacity_or_zero")]
     pub capacity: u64,
     pub unlimited: bool,
+    /// What reservations may total now: the capacity, or less while other processes hold
+    /// device memory (serialized as 0 when unlimited).
+    #[serde(serialize_with = "capacity_or_zero")]
+    pub available: u64,
     pub reserved: u64,
     pub high_water: u64,
     pub reservations: usize,
@@ -804,6 +909,7 @@ impl From<&Budget> for BudgetStatus {
             name: b.name().into(),
             capacity: b.capacity(),
             unlimited: b.capacity() >= crate::budget::UNLIMITED,
+            available: b.available(),
             reserved: b.reserved(),
             high_water: b.high_water(),
             reservations: b.live(),

@@ -52,6 +52,10 @@ pub struct EngineConfig {
     /// device is in service, a dispatched partition's prepared inputs are kept on the host (under
     /// its host reservation) so that one failing on a device is retried on another.
     pub device_fail_limit: u32,
+    /// Device bytes kept free for the driver and other processes. Before each VRAM reservation
+    /// the dispatcher reads the device's memory (`Backend::memory`): while other processes hold
+    /// more than they did at the start, the budget admits only what they leave less this.
+    pub vram_reserve: u64,
 }
 
 impl Default for EngineConfig {
@@ -69,6 +73,7 @@ impl Default for EngineConfig {
             srs_open: OpenOptions::default(),
             srs_idle_evict: Duration::from_secs(600),
             device_fail_limit: 3,
+            vram_reserve: 512 << 20,
         }
     }
 }
@@ -98,6 +103,9 @@ impl Evicted {
         self.host_bytes + self.gpus.iter().map(|g| g.reserved).sum::<u64>()
     }
 }
+
+/// How long [`Engine::shutdown`] waits for running stages to end.
+pub const SHUTDOWN_WAIT: Duration = Duration::from_secs(120);
 
 pub struct Engine {
     dispatcher: Addr<Dispatcher>,
@@ -172,6 +180,8 @@ impl Engine {
                         workers_per_gpu: cfg.gpu_workers_per_device.max(1),
                         faults: faults.clone(),
                         device_fail_limit: cfg.device_fail_limit,
+                        devices: backends.clone(),
+                        vram_reserve: cfg.vram_reserve,
                     };
                     let dispatcher = Dispatcher::new(dcfg, tl.clone())?.start();
                     // Whole multiples of the copy piece, so that no copy piece spans two registrations.
@@ -443,11 +453,43 @@ impl Engine {
     }
 
     /// Stops the actors; jobs still running end with `EngineStopped`.
+    /// Stops the engine: every live job is answered (`JobError::EngineStopped`), stages already
+    /// running end and release what they hold (waiting at most [`SHUTDOWN_WAIT`] for them), the
+    /// staging buffers are unpinned, then the actors stop.
     pub fn shutdown(&self) {
-        self.system.stop();
-        if let Some(t) = self.thread.lock().ok().and_then(|mut g| g.take()) {
-            let _ = t.join();
+        let Some(thread) = self.thread.lock().ok().and_then(|mut g| g.take()) else {
+            return;
+        };
+        let l = crate::log::component("engine");
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        if self
+            .dispatcher
+            .try_send(crate::dispatcher::Shutdown { reply: tx })
+            .is_ok()
+        {
+            match rx.recv_timeout(SHUTDOWN_WAIT) {
+                Ok(uploaders) => {
+                    for u in uploaders {
+                        let (tx, rx) = crossbeam_channel::bounded(1);
+                        if u.try_send(crate::upload::UnpinStaging { reply: tx })
+                            .is_ok()
+                        {
+                            let _ = rx.recv_timeout(Duration::from_secs(10));
+                        }
+                    }
+                    // The pinner answers after the unpins the uploaders asked for.
+                    let _ = self.pinned();
+                }
+                Err(_) => slog::warn!(
+                    l,
+                    "shutdown: stages still running after {:?}; stopping without them",
+                    SHUTDOWN_WAIT
+                ),
+            }
         }
+        self.system.stop();
+        let _ = thread.join();
+        slog::info!(l, "engine stopped");
     }
 }
 

@@ -227,3 +227,22 @@ impl Handler<DropResident> for UploadActor {
         }
     }
 }
+
+/// Gives the staging buffers back to the HostPinner (at shutdown, once nothing is in flight
+/// here): the lease is dropped, which asks the pinner to unpin them; the reply says it was sent.
+pub struct UnpinStaging {
+    pub reply: crossbeam_channel::Sender<()>,
+}
+
+impl Message for UnpinStaging {
+    type Result = ();
+}
+
+impl Handler<UnpinStaging> for UploadActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: UnpinStaging, _: &mut SyncContext<Self>) {
+        drop(self.staging.take());
+        let _ = msg.reply.send(());
+    }
+}

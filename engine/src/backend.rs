@@ -13,6 +13,25 @@ use crate::error::EngineError;
 use crate::prover::{Prepared, Split, Sums};
 use crate::timings::Timings;
 
+/// A device's memory, in bytes: `free` and `total` as `cuMemGetInfo` reports them, `ours` what
+/// this process's allocator holds there (its memory pool's reserved bytes, used or kept for reuse).
+/// What other processes (and the driver) hold is `total - free - ours`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceMemory {
+    pub free: u64,
+    pub total: u64,
+    pub ours: u64,
+}
+
+impl DeviceMemory {
+    /// Bytes held by others: other processes, the driver, this process outside its pool.
+    pub fn others(&self) -> u64 {
+        self.total
+            .saturating_sub(self.free)
+            .saturating_sub(self.ours)
+    }
+}
+
 /// A bitmap over base indices: bit `i` (word `i / 64`, bit `i % 64`, LSB first) selects `bases[i]`.
 pub type Bitmap = [u64];
 
@@ -163,6 +182,13 @@ pub trait Backend: Send + Sync {
     /// default keeps nothing resident.
     fn evict_resident(&self) -> Result<u64, EngineError> {
         Ok(0)
+    }
+
+    /// The device's memory as the driver sees it now (`None`: a backend without device memory).
+    /// The VRAM budget reads it before each reservation, so memory other processes take after
+    /// the engine started shrinks what the engine admits instead of failing a kernel.
+    fn memory(&self) -> Option<DeviceMemory> {
+        None
     }
 
     /// Brings a computed partition's sums to the host (a GPU backend: waits for its kernels,

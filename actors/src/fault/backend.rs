@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use cuzk_engine::backend::{foreign, run_steps, Bitmap, Computed, Staged};
+use cuzk_engine::backend::{foreign, run_steps, Bitmap, Computed, DeviceMemory, Staged};
 use cuzk_engine::prover::{Prepared, Sums};
 use cuzk_engine::{Backend, EngineError, Timings};
 use cuzk_srs::Srs;
@@ -30,6 +30,38 @@ pub struct Faulty {
     device: usize,
     faults: Faults,
     staging: Staging,
+    memory: Option<Tenants>,
+}
+
+/// A simulated device's memory for a wrapped host backend: `total` bytes, of which other
+/// processes hold what the test sets ([`Tenants::hold`]); the engine's own use is not simulated
+/// (`ours` = 0), so the budget sees `free = total - held`.
+#[derive(Clone)]
+pub struct Tenants {
+    total: u64,
+    held: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Tenants {
+    pub fn new(total: u64) -> Tenants {
+        Tenants {
+            total,
+            held: Arc::default(),
+        }
+    }
+    /// Other processes now hold `bytes` of the device.
+    pub fn hold(&self, bytes: u64) {
+        self.held
+            .store(bytes.min(self.total), std::sync::atomic::Ordering::SeqCst);
+    }
+    fn memory(&self) -> DeviceMemory {
+        let held = self.held.load(std::sync::atomic::Ordering::SeqCst);
+        DeviceMemory {
+            free: self.total - held,
+            total: self.total,
+            ours: 0,
+        }
+    }
 }
 
 impl Faulty {
@@ -39,7 +71,14 @@ impl Faulty {
             device,
             faults: faults.clone(),
             staging: Staging::Inner,
+            memory: None,
         }
+    }
+
+    /// Reports `tenants`' simulated device memory instead of the inner backend's.
+    pub fn tenants(mut self, tenants: &Tenants) -> Faulty {
+        self.memory = Some(tenants.clone());
+        self
     }
 
     pub fn staging(mut self, s: Staging) -> Faulty {
@@ -185,6 +224,12 @@ impl Backend for Faulty {
     }
     fn batch_add_g2(&self, bases: &[G2Affine], bits: &Bitmap) -> Result<G2Projective, EngineError> {
         self.inner.batch_add_g2(bases, bits)
+    }
+    fn memory(&self) -> Option<DeviceMemory> {
+        match &self.memory {
+            Some(t) => Some(t.memory()),
+            None => self.inner.memory(),
+        }
     }
     fn stages_on_device(&self) -> bool {
         match self.staging {

@@ -63,6 +63,12 @@ impl Backend for GpuBackend {
         &self.name
     }
 
+    fn memory(&self) -> Option<crate::backend::DeviceMemory> {
+        crate::gpu::pool::memory(&self.device().ctx)
+            .map_err(|e| log::warn!("{e}: the VRAM budget keeps its last reading"))
+            .ok()
+    }
+
     fn compute_h(&self, a: Vec<Scalar>, b: Vec<Scalar>, c: Vec<Scalar>) -> Result<Vec<Scalar>> {
         let n = a.len();
         if n == 0 || !n.is_power_of_two() || b.len() != n || c.len() != n {

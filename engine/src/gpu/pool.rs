@@ -87,3 +87,42 @@ pub fn trim(ctx: &CudaContext, keep_bytes: usize) -> Result<()> {
             ))
         })
 }
+
+/// Bytes the device's default pool holds from the device now (used by live buffers or kept for
+/// reuse): this process's share of the device's used memory. 0 without a pool.
+pub fn reserved(ctx: &CudaContext) -> Result<u64> {
+    let Some(pool) = default_pool(ctx)? else {
+        return Ok(0);
+    };
+    let mut bytes: u64 = 0;
+    // SAFETY: the attribute writes a u64 (cuuint64_t).
+    unsafe {
+        sys::cuMemPoolGetAttribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
+            &mut bytes as *mut u64 as *mut std::ffi::c_void,
+        )
+    }
+    .result()
+    .map_err(|e| {
+        backend_err(format!(
+            "memory pool's reserved bytes on GPU {}: {e:?}",
+            ctx.ordinal()
+        ))
+    })?;
+    Ok(bytes)
+}
+
+/// The device's memory now: free and total from `cuMemGetInfo`, this process's pool as `ours`.
+pub fn memory(ctx: &CudaContext) -> Result<crate::backend::DeviceMemory> {
+    ctx.bind_to_thread()
+        .map_err(|e| backend_err(format!("binding GPU {}: {e:?}", ctx.ordinal())))?;
+    let (free, total) = ctx
+        .mem_get_info()
+        .map_err(|e| backend_err(format!("cuMemGetInfo on GPU {}: {e:?}", ctx.ordinal())))?;
+    Ok(crate::backend::DeviceMemory {
+        free: free as u64,
+        total: total as u64,
+        ours: reserved(ctx)?,
+    })
+}

@@ -488,6 +488,12 @@ impl Backend for PipelinedGpu {
         self.inner.batch_add_g2(bases, bits)
     }
 
+    fn memory(&self) -> Option<crate::backend::DeviceMemory> {
+        crate::gpu::pool::memory(&self.inner.device().ctx)
+            .map_err(|e| log::warn!("{e}: the VRAM budget keeps its last reading"))
+            .ok()
+    }
+
     fn stages_on_device(&self) -> bool {
         true
     }
