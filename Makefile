@@ -27,9 +27,11 @@ test:
 	$(CARGO) run --release -q -p cuzk-examples --bin embed-daemon
 	@tests/gpu/ignored-summary.sh $(TARGET)/test.log
 
-# The GPU tests (engine/tests/gpu_*.rs, ignored by `make test`), on a machine with a CUDA GPU and cargo.
+# The GPU tests (engine/tests/gpu_*.rs, actors/tests/gpu_*.rs, ignored by `make test`), on a
+# machine with a CUDA GPU and cargo.
 test-gpu:
 	$(CARGO) test --release -p cuzk-engine --test 'gpu_*' -- --ignored --test-threads=1
+	$(CARGO) test --release -p cuzk-actors --test 'gpu_*' -- --ignored --test-threads=1
 
 # The GPU test binaries, `cuzk` and prebuilt kernels into $(GPU_DIR), for a GPU machine without
 # cargo: there, `$(GPU_DIR)/run-gpu-tests.sh $(GPU_DIR)`.

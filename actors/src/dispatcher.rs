@@ -527,6 +527,14 @@ impl Dispatcher {
             };
             if let Tier::Chunked { chunk } = tier {
                 prepared.msm_chunk = Some(chunk);
+                if matches!(
+                    choose(&dims, room, self.srs_resident),
+                    Some((Tier::Full, _))
+                ) {
+                    slog::info!(crate::log::job(job, Some(partition), &st.kind, Some(gpu)),
+                        "other processes hold device memory: the partition takes the chunked tier";
+                        "bytes" => bytes, "chunk" => chunk, "admits_mib" => room_now >> 20);
+                }
             }
             let retry_possible = self.fail_limit > 0
                 && (0..self.uploaders.len()).any(|g| g != gpu && self.out_of_service[g].is_none());

@@ -339,7 +339,7 @@ impl Engine {
     pub fn status(&self) -> Result<Status, String> {
         let (tx, rx) = crossbeam_channel::bounded(1);
         self.dispatcher.do_send(GetStatus(tx));
-        rx.recv().map_err(|_| "engine stopped".to_string())
+        answer(&rx, "the dispatcher (status)")
     }
 
     pub fn set_paused(&self, paused: bool) {
@@ -350,7 +350,7 @@ impl Engine {
     pub fn pinned(&self) -> Result<(usize, usize), String> {
         let (tx, rx) = crossbeam_channel::bounded(1);
         self.pinner.do_send(crate::pinner::PinnedNow(tx));
-        rx.recv().map_err(|_| "engine stopped".to_string())
+        answer(&rx, "the host pinner (pinned bytes)")
     }
 
     /// Opens (once; then shared) the parameter file at `path`.
@@ -497,4 +497,18 @@ impl Drop for Engine {
     fn drop(&mut self) {
         self.shutdown();
     }
+}
+
+/// How long a status query waits for an actor before it reports the actor as unresponsive.
+const QUERY_WAIT: Duration = Duration::from_secs(30);
+
+/// An actor's answer to a query, or an error naming the actor (stopped, or busy past
+/// [`QUERY_WAIT`]), so a caller polling status never blocks for ever.
+fn answer<T>(rx: &crossbeam_channel::Receiver<T>, who: &str) -> Result<T, String> {
+    rx.recv_timeout(QUERY_WAIT).map_err(|e| match e {
+        crossbeam_channel::RecvTimeoutError::Timeout => {
+            format!("{who} did not answer within {} s", QUERY_WAIT.as_secs())
+        }
+        crossbeam_channel::RecvTimeoutError::Disconnected => "engine stopped".to_string(),
+    })
 }

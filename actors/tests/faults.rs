@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cuzk_actors::fault::backend::{Faulty, Staging};
+use cuzk_actors::fault::backend::{Faulty, Staging, Tenants};
 use cuzk_actors::fault::{Fault, Faults, Query, Rule, Stage};
 use cuzk_actors::pinner::{CountingPin, PinStats};
 use cuzk_actors::tier::{Dims, Tier};
@@ -87,6 +87,8 @@ struct Held {
 
 fn held(r: &Rig) -> Held {
     let s = r.engine.status().unwrap();
+    // Ask the pinner before taking the stats' lock: its thread takes that lock to count.
+    let pinned = r.engine.pinned().unwrap();
     let p = r.pins.lock().unwrap();
     Held {
         vram: s
@@ -97,7 +99,7 @@ fn held(r: &Rig) -> Held {
         host: (s.host.reserved, s.host.reservations),
         in_flight: s.in_flight,
         jobs: s.jobs,
-        pinned: r.engine.pinned().unwrap(),
+        pinned,
         pin_calls_open: p.registers - p.unregisters,
     }
 }
@@ -124,7 +126,8 @@ fn prove_ok(r: &Rig, seed: u64, n: usize, what: &str) {
         .engine
         .submit(JobSpec::new(r.srs.clone(), circuits(seed, n)))
         .unwrap()
-        .wait()
+        .wait_timeout(Duration::from_secs(120))
+        .unwrap_or_else(|| panic!("{what}: the next job was never answered (a reservation held?)"))
         .unwrap_or_else(|e| panic!("{what}: the next job failed: {e}"));
     assert_eq!(out.proofs.len(), n);
     for (p, inputs) in out.proofs.iter().zip(&out.public_inputs) {
@@ -434,4 +437,90 @@ fn a_device_that_keeps_failing_is_taken_out_of_service_and_its_partitions_finish
         "device 1 failed {failed} partitions; status: {:?}",
         s.out_of_service
     );
+}
+
+/// Issue 16 item 3 on the CPU: other processes (simulated by [`Tenants`]) take device memory
+/// after the engine started. Before each reservation the VRAM budget follows what they leave:
+/// a partition that fits only in pieces takes the chunked tier (the budget's high-water mark
+/// stays below a whole partition); one that does not fit at all waits with nothing reserved,
+/// and goes on when they free the memory. No job fails, every proof verifies.
+#[test]
+fn memory_other_processes_take_makes_partitions_chunk_or_wait_never_fail() {
+    let srs = srs();
+    let faults = Faults::default();
+    let pin = CountingPin::default();
+    let pins = pin.stats.clone();
+    let dims = Dims::of(&srs);
+    let full = dims.device(Tier::Full, false);
+    let least = dims.device(Tier::Chunked { chunk: 0 }, false);
+    let capacity = full * 2;
+    let tenants = Tenants::new(capacity);
+    let backend = Faulty::new(Arc::new(CpuBackend::new()), 0, &faults)
+        .staging(Staging::Pinned)
+        .tenants(&tenants);
+    let cfg = EngineConfig {
+        vram_budget: vec![capacity],
+        vram_reserve: 0,
+        host_budget: dims.host() * 4,
+        synth_threads: 2,
+        ..EngineConfig::default()
+    };
+    let engine = Engine::start_with_faults(
+        cfg,
+        vec![Arc::new(backend) as Arc<dyn Backend>],
+        Box::new(pin),
+        faults.clone(),
+    )
+    .unwrap();
+    let r = Rig {
+        engine,
+        faults,
+        pins,
+        verifier: Verifier::new(srs.vk()),
+        srs,
+    };
+    let base = held(&r);
+
+    // Others leave less than a whole partition: the partitions take the chunked tier.
+    let left = full - 1;
+    tenants.hold(capacity - left);
+    prove_ok(
+        &r,
+        21,
+        3,
+        "with others holding all but a chunked partition's room",
+    );
+    let s = r.engine.status().unwrap();
+    assert_eq!(s.vram[0].available, left, "the budget ignores the others");
+    assert!(
+        s.vram[0].high_water <= left && s.vram[0].high_water < full,
+        "a partition was reserved whole ({} bytes) while only {left} were free",
+        s.vram[0].high_water
+    );
+    assert_back_to(&r, &base, "after the chunked job");
+
+    // Others leave less than the smallest chunked partition: the job waits, reserving nothing.
+    tenants.hold(capacity - least / 2);
+    let job = r
+        .engine
+        .submit(JobSpec::new(r.srs.clone(), circuits(22, 2)))
+        .unwrap();
+    assert!(
+        job.wait_timeout(Duration::from_millis(1500)).is_none(),
+        "the job ended while no partition could fit"
+    );
+    let s = r.engine.status().unwrap();
+    assert_eq!(s.vram[0].reserved, 0, "VRAM reserved beyond what is free");
+    assert_eq!(s.jobs, 1, "the waiting job is not live");
+    // They free it: the job goes on and verifies.
+    tenants.hold(0);
+    let out = job
+        .wait_timeout(Duration::from_secs(60))
+        .expect("the job never resumed after the memory was freed")
+        .expect("the job failed instead of waiting");
+    for (p, inputs) in out.proofs.iter().zip(&out.public_inputs) {
+        assert!(r.verifier.verify(p, inputs).unwrap());
+    }
+    assert_eq!(r.engine.status().unwrap().vram[0].available, capacity);
+    assert_back_to(&r, &base, "after the waiting job");
 }

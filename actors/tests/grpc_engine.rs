@@ -235,6 +235,8 @@ struct Held {
 
 fn held(r: &Rig) -> Held {
     let s = r.engine.status().unwrap();
+    // Ask the pinner before taking the stats' lock: its thread takes that lock to count.
+    let pinned = r.engine.pinned().unwrap();
     let p = r.pins.lock().unwrap();
     Held {
         vram: s
@@ -244,7 +246,7 @@ fn held(r: &Rig) -> Held {
             .collect(),
         host: (s.host.reserved, s.host.reservations),
         in_flight: s.in_flight,
-        pinned: r.engine.pinned().unwrap(),
+        pinned,
         pin_calls_open: p.registers - p.unregisters,
     }
 }

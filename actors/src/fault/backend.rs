@@ -225,6 +225,9 @@ impl Backend for Faulty {
     fn batch_add_g2(&self, bases: &[G2Affine], bits: &Bitmap) -> Result<G2Projective, EngineError> {
         self.inner.batch_add_g2(bases, bits)
     }
+    fn evict_resident(&self) -> Result<u64, EngineError> {
+        self.inner.evict_resident()
+    }
     fn memory(&self) -> Option<DeviceMemory> {
         match &self.memory {
             Some(t) => Some(t.memory()),

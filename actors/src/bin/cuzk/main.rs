@@ -6,6 +6,7 @@ mod bench_gpus;
 mod bench_kernels;
 mod bench_porep;
 mod bench_soak;
+mod bench_tenant;
 mod common;
 mod ctl;
 mod daemon;
@@ -68,6 +69,9 @@ enum BenchCmd {
     /// N small proofs with a mix of sizes, priorities and cancellations, every one verified;
     /// RSS, fds, VRAM reserved and pinned bytes sampled; last line `soak_proofs=… answered=…`.
     Soak(bench_soak::Args),
+    /// Another tenant of a GPU: holds device memory in phases (`--phases LEAVE_MIB:SECONDS,…`),
+    /// to test the engine against memory other processes take; last line `tenant_held_mib_max=…`.
+    Tenant(bench_tenant::Args),
 }
 
 /// Where parameters for example circuits are kept: `$CUZK_PARAMS_DIR`, else
@@ -99,6 +103,7 @@ fn main() -> ExitCode {
         Cmd::Bench(BenchCmd::Kernels(a)) => bench_kernels::run(a),
         Cmd::Bench(BenchCmd::Porep(a)) => bench_porep::run(a),
         Cmd::Bench(BenchCmd::Soak(a)) => bench_soak::run(a),
+        Cmd::Bench(BenchCmd::Tenant(a)) => bench_tenant::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

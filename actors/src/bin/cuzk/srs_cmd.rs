@@ -34,6 +34,9 @@ pub enum Cmd {
         size: Option<usize>,
         #[arg(long)]
         out: PathBuf,
+        /// Compute the fixed-base products on this CUDA GPU (same seed, byte-identical file).
+        #[arg(long)]
+        gpu: Option<usize>,
     },
 }
 
@@ -100,12 +103,22 @@ pub fn run(cmd: Cmd) -> Result<()> {
                 srs.point_bytes()
             );
         }
-        Cmd::Generate { circuit, size, out } => {
+        Cmd::Generate {
+            circuit,
+            size,
+            out,
+            gpu,
+        } => {
             let (ex, size) = example(&circuit, size, 0)?;
             let start = Instant::now();
+            let device = gpu.map(cuzk_engine::gpu::GpuDevice::open).transpose()?;
+            let on = match &device {
+                Some(d) => cuzk_engine::setup::SetupOn::Gpu(d),
+                None => cuzk_engine::setup::SetupOn::Cpu,
+            };
             let params = crate::progress::phase(
                 &format!("generating parameters for {circuit} (size {size})"),
-                || cuzk_engine::setup::generate(ex, Example::SETUP_SEED),
+                || cuzk_engine::setup::generate_seeded_on(ex, Example::SETUP_SEED, on),
             )?;
             crate::progress::phase(&format!("writing {}", out.display()), || {
                 cuzk_srs::write_params(&out, &params)
