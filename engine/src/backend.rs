@@ -273,7 +273,7 @@ pub fn run_steps<B: Backend + ?Sized>(
     t: &mut Timings,
 ) -> Result<Sums, EngineError> {
     let mut p = p;
-    // The recorded path: the products and splits on the CPU first.
+    // The recorded path: the products on the CPU first.
     p.complete_on_host()?;
     let Prepared {
         a,

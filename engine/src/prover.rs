@@ -102,9 +102,9 @@ pub struct Prepared {
     pub shape: Shape,
     /// The small-memory tier: MSM bases streamed in chunks of this many points (`None`: whole).
     pub msm_chunk: Option<usize>,
-    /// The recorded path: the witness and its recording; `a`, `b`, `c` and the three splits are
-    /// left empty, for the backend to compute (a GPU from the uploaded witness, else
-    /// [`Prepared::complete_on_host`]).
+    /// The recorded path: the witness and its recording; `a`, `b`, `c` are left empty, for the
+    /// backend to compute (a GPU from the uploaded witness, else [`Prepared::complete_on_host`]);
+    /// the three splits are built.
     pub recorded: Option<Recorded>,
 }
 
@@ -160,8 +160,8 @@ pub fn unsatisfied(circuit: usize, row: usize, a: &Scalar, b: &Scalar, c: &Scala
 
 impl Prepared {
     /// On the recorded path, computes on the CPU what the backend was left: `a`, `b`, `c` by the
-    /// recording's products (then the row check), and the three splits (as `prepare` builds them
-    /// on the full path: the same `Prepared`, bit for bit). A no-op otherwise.
+    /// recording's products (then the row check), so the `Prepared` is the full path's, bit for
+    /// bit. A no-op otherwise.
     pub fn complete_on_host(&mut self) -> Result<(), EngineError> {
         let Some(r) = self.recorded.take() else {
             return Ok(());
@@ -178,10 +178,7 @@ impl Prepared {
                 return Err(unsatisfied(self.index, row, &a[row], &b[row], &c[row]));
             }
         }
-        let d = r.rec.densities();
-        let (l, a_query, b_query) = splits(&r.inputs, r.aux, [&d[0], &d[1], &d[2]]);
         (self.a, self.b, self.c) = (a, b, c);
-        (self.l, self.a_query, self.b_query) = (l, a_query, b_query);
         Ok(())
     }
 }
@@ -245,15 +242,23 @@ pub fn prepare(
     }
     let shape = asg.shape();
     if let Some(d) = asg.deferred {
-        // The recorded path: nothing per scalar here; the backend computes the rest.
+        // The recorded path: the MSM scalar splits are built here, on the synthesis thread (in
+        // parallel across partitions), so the one upload thread per GPU only copies; the products
+        // `a`, `b`, `c` are left to the backend.
+        let dens = d.0.densities();
+        let (l, a_query, b_query) = splits(
+            &asg.inputs,
+            asg.aux.clone(),
+            [&dens[0], &dens[1], &dens[2]],
+        );
         return Ok(Prepared {
             index,
             a: Vec::new(),
             b: Vec::new(),
             c: Vec::new(),
-            l: Split::default(),
-            a_query: Split::default(),
-            b_query: Split::default(),
+            l,
+            a_query,
+            b_query,
             public_inputs: asg.inputs.get(1..).unwrap_or(&[]).to_vec(),
             shape,
             msm_chunk: None,

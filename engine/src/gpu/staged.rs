@@ -33,7 +33,7 @@ use super::points::{g1_from_xyzz, g2_from_xyzz, Curve};
 use super::spmv::DeviceRecording;
 use super::{as_bytes, as_bytes_mut, backend_err, GpuBackend, GpuDevice, Result};
 use crate::backend::{Backend, Bitmap, Computed, Staged, COPY_PIECE, PAGE};
-use crate::prover::{splits, unsatisfied, Prepared, Recorded, Split, Sums};
+use crate::prover::{unsatisfied, Prepared, Recorded, Split, Sums};
 use crate::recorded::Recording;
 use crate::timings::Timings;
 
@@ -280,17 +280,16 @@ impl PipelinedGpu {
                 return Err(unsatisfied(p.index, row, &v[0], &v[1], &v[2]));
             }
         }
-        let d = r.rec.densities();
-        let (l, a_query, b_query) = splits(&r.inputs, r.aux.clone(), [&d[0], &d[1], &d[2]]);
+        // The splits were built by `prepare`, on the synthesis thread.
         let [a, b, c] = products;
         let on = OnDevice {
             a,
             b,
             c,
             log_n: n.trailing_zeros(),
-            l: self.put_split(&l, "l scalars", src)?,
-            a_query: self.put_split(&a_query, "a scalars", src)?,
-            b_query: self.put_split(&b_query, "b scalars", src)?,
+            l: self.put_split(&p.l, "l scalars", src)?,
+            a_query: self.put_split(&p.a_query, "a scalars", src)?,
+            b_query: self.put_split(&p.b_query, "b scalars", src)?,
         };
         self.copy
             .synchronize()
