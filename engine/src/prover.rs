@@ -246,11 +246,8 @@ pub fn prepare(
         // parallel across partitions), so the one upload thread per GPU only copies; the products
         // `a`, `b`, `c` are left to the backend.
         let dens = d.0.densities();
-        let (l, a_query, b_query) = splits(
-            &asg.inputs,
-            asg.aux.clone(),
-            [&dens[0], &dens[1], &dens[2]],
-        );
+        let (l, a_query, b_query) =
+            splits(&asg.inputs, asg.aux.clone(), [&dens[0], &dens[1], &dens[2]]);
         return Ok(Prepared {
             index,
             a: Vec::new(),
