@@ -58,8 +58,20 @@ fn deferred_products_completed_on_the_host_equal_the_full_prepare() {
             assert!(deferred.a.is_empty() && deferred.deferred.is_some());
             let mut p = prepare(0, deferred, &srs, &opts).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(
-                p.a.is_empty() && p.l.is_empty() && p.recorded.is_some(),
-                "{name}: prepare did per-scalar work on the recorded path"
+                p.a.is_empty() && p.recorded.is_some(),
+                "{name}: prepare computed the products on the recorded path"
+            );
+            // The splits are built by `prepare` (on the synthesis thread), as the full path does.
+            same_split(&format!("{name}: l before completion"), &p.l, &full.l);
+            same_split(
+                &format!("{name}: a_query before completion"),
+                &p.a_query,
+                &full.a_query,
+            );
+            same_split(
+                &format!("{name}: b_query before completion"),
+                &p.b_query,
+                &full.b_query,
             );
             p.complete_on_host().unwrap();
             assert!(p.recorded.is_none());
