@@ -245,3 +245,25 @@ fn seeds_are_valid_and_a_length_alone_reserves_nothing() {
     f.extend_from_slice(&proto::VERSION.to_be_bytes());
     assert!(proto::read::<Request>(&mut &f[..]).is_err());
 }
+
+/// A payload whose string claims 2^61 bytes is refused without allocating them (bincode's
+/// limit; before it, a 14-byte frame like this one aborted the process).
+#[test]
+fn a_length_inside_the_payload_reserves_nothing() {
+    let ok = frame_of(&Request::Preload { path: "x".into() });
+    let payload = &ok[6..];
+    assert_eq!(
+        &payload[payload.len() - 2..],
+        &[1, b'x'],
+        "the string's encoding"
+    );
+    let mut p = payload[..payload.len() - 2].to_vec();
+    p.push(0xFD); // a varint's u64 marker
+    p.extend_from_slice(&(1u64 << 61).to_le_bytes());
+    p.push(b'x');
+    let mut f = ((p.len() + 2) as u32).to_be_bytes().to_vec();
+    f.extend_from_slice(&proto::VERSION.to_be_bytes());
+    f.extend_from_slice(&p);
+    let err = proto::read::<Request>(&mut &f[..]).unwrap_err();
+    assert!(err.to_string().contains("undecodable"), "{err}");
+}

@@ -99,8 +99,17 @@ pub enum FrameError {
     Decode(String),
 }
 
-fn config() -> bincode::config::Configuration {
-    bincode::config::standard()
+/// bincode's limit on what one payload may claim: a frame's most. Without it, a length prefix
+/// inside a payload (a string's, a vector's) is allocated before its bytes are checked, so a few
+/// bytes could claim exabytes and abort the process.
+const PAYLOAD_LIMIT: usize = MAX_FRAME as usize;
+
+fn config() -> bincode::config::Configuration<
+    bincode::config::LittleEndian,
+    bincode::config::Varint,
+    bincode::config::Limit<PAYLOAD_LIMIT>,
+> {
+    bincode::config::standard().with_limit::<PAYLOAD_LIMIT>()
 }
 
 pub fn write<T: Serialize>(w: &mut impl Write, msg: &T) -> Result<(), FrameError> {
