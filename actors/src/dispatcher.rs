@@ -503,11 +503,12 @@ impl Dispatcher {
                 continue 'gpus;
             };
             let dims = Dims::of(&srs);
-            if choose(&dims, room, self.srs_resident).is_none() {
+            // The tier the whole capacity would give; none: the partition can never fit here.
+            let Some((whole_tier, _)) = choose(&dims, room, self.srs_resident) else {
                 let what = format!("a partition needs more device memory than GPU {gpu}'s whole budget ({} bytes), even in the chunked tier", self.vram[gpu].capacity());
                 self.fail(job, JobError::Rejected { job, what });
                 return;
-            }
+            };
             // While other processes hold memory, the tier is chosen by what they leave: a
             // partition that no longer fits whole takes the chunked tier, or waits.
             let Some((tier, bytes)) = choose(&dims, room_now, self.srs_resident) else {
@@ -527,10 +528,7 @@ impl Dispatcher {
             };
             if let Tier::Chunked { chunk } = tier {
                 prepared.msm_chunk = Some(chunk);
-                if matches!(
-                    choose(&dims, room, self.srs_resident),
-                    Some((Tier::Full, _))
-                ) {
+                if whole_tier == Tier::Full {
                     slog::info!(crate::log::job(job, Some(partition), &st.kind, Some(gpu)),
                         "other processes hold device memory: the partition takes the chunked tier";
                         "bytes" => bytes, "chunk" => chunk, "admits_mib" => room_now >> 20);

@@ -47,14 +47,9 @@ struct Rig {
 fn rig(devices: usize, staging: Staging) -> Rig {
     let srs = srs();
     let faults = Faults::default();
-    let pin = CountingPin::default();
-    let pins = pin.stats.clone();
     let part = Dims::of(&srs).device(Tier::Full, false);
-    let backends: Vec<Arc<dyn Backend>> = (0..devices)
-        .map(|d| {
-            Arc::new(Faulty::new(Arc::new(CpuBackend::new()), d, &faults).staging(staging))
-                as Arc<dyn Backend>
-        })
+    let backends = (0..devices)
+        .map(|d| Faulty::new(Arc::new(CpuBackend::new()), d, &faults).staging(staging))
         .collect();
     let cfg = EngineConfig {
         vram_budget: vec![part * 3; devices],
@@ -62,14 +57,24 @@ fn rig(devices: usize, staging: Staging) -> Rig {
         synth_threads: 2,
         ..EngineConfig::default()
     };
+    start(srs, faults, backends, cfg)
+}
+
+/// Starts an engine on `backends` (each wrapped by the fault hook of `faults`), counting pins.
+fn start(srs: Arc<Srs>, faults: Faults, backends: Vec<Faulty>, cfg: EngineConfig) -> Rig {
+    let pin = CountingPin::default();
+    let pins = pin.stats.clone();
+    let backends = backends
+        .into_iter()
+        .map(|b| Arc::new(b) as Arc<dyn Backend>)
+        .collect();
     let engine = Engine::start_with_faults(cfg, backends, Box::new(pin), faults.clone()).unwrap();
-    let verifier = Verifier::new(srs.vk());
     Rig {
         engine,
         faults,
         pins,
+        verifier: Verifier::new(srs.vk()),
         srs,
-        verifier,
     }
 }
 
@@ -382,14 +387,9 @@ fn shutdown_with_jobs_held_at_every_stage_answers_every_job_and_unpins() {
 fn a_device_that_keeps_failing_is_taken_out_of_service_and_its_partitions_finish_elsewhere() {
     let srs = srs();
     let faults = Faults::default();
-    let pin = CountingPin::default();
-    let pins = pin.stats.clone();
     let part = Dims::of(&srs).device(Tier::Full, false);
-    let backends: Vec<Arc<dyn Backend>> = (0..3)
-        .map(|d| {
-            Arc::new(Faulty::new(Arc::new(CpuBackend::new()), d, &faults).staging(Staging::Pinned))
-                as Arc<dyn Backend>
-        })
+    let backends = (0..3)
+        .map(|d| Faulty::new(Arc::new(CpuBackend::new()), d, &faults).staging(Staging::Pinned))
         .collect();
     let cfg = EngineConfig {
         vram_budget: vec![part * 2; 3],
@@ -397,14 +397,7 @@ fn a_device_that_keeps_failing_is_taken_out_of_service_and_its_partitions_finish
         synth_threads: 2,
         ..EngineConfig::default()
     };
-    let engine = Engine::start_with_faults(cfg, backends, Box::new(pin), faults.clone()).unwrap();
-    let r = Rig {
-        engine,
-        faults,
-        pins,
-        verifier: Verifier::new(srs.vk()),
-        srs,
-    };
+    let r = start(srs, faults, backends, cfg);
     let base = held(&r);
     let bad = r.faults.add(
         Rule::new(Stage::Msm(Query::L), Fault::Launch)
@@ -448,8 +441,6 @@ fn a_device_that_keeps_failing_is_taken_out_of_service_and_its_partitions_finish
 fn memory_other_processes_take_makes_partitions_chunk_or_wait_never_fail() {
     let srs = srs();
     let faults = Faults::default();
-    let pin = CountingPin::default();
-    let pins = pin.stats.clone();
     let dims = Dims::of(&srs);
     let full = dims.device(Tier::Full, false);
     let least = dims.device(Tier::Chunked { chunk: 0 }, false);
@@ -465,20 +456,7 @@ fn memory_other_processes_take_makes_partitions_chunk_or_wait_never_fail() {
         synth_threads: 2,
         ..EngineConfig::default()
     };
-    let engine = Engine::start_with_faults(
-        cfg,
-        vec![Arc::new(backend) as Arc<dyn Backend>],
-        Box::new(pin),
-        faults.clone(),
-    )
-    .unwrap();
-    let r = Rig {
-        engine,
-        faults,
-        pins,
-        verifier: Verifier::new(srs.vk()),
-        srs,
-    };
+    let r = start(srs, faults, vec![backend], cfg);
     let base = held(&r);
 
     // Others leave less than a whole partition: the partitions take the chunked tier.
