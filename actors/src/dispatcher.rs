@@ -1,7 +1,10 @@
 //! The dispatcher: owns the job table, the queues and both budgets (VRAM per GPU, host memory).
 //!
 //! - Synthesis: a submitted job's partitions queue for synthesis; each starts when its host-memory
-//!   reservation fits (back-pressure to synthesis) and runs on the synthesis pool.
+//!   reservation fits the budget and the machine's available memory (less what partitions
+//!   already synthesizing will still take) — back-pressure to synthesis — and runs on the
+//!   synthesis pool. The first partition of a shape with no recording records it alone; the
+//!   others of that shape wait for it and then synthesize witness-only.
 //! - Dispatch: a synthesized partition waits in the ready queue, ordered by priority class, then
 //!   job age, then partition index. The head goes to a GPU whose uploader is idle once its device
 //!   reservation fits (a partition too large for the whole budget takes the chunked tier).
@@ -24,7 +27,10 @@ use ff::Field;
 use serde::Serialize;
 
 use crate::budget::{Budget, ReservationId};
-use crate::job::{JobError, JobId, JobOutput, JobSpec, Priority, Randomness, SynthFn};
+use crate::host_memory::HostMemory;
+use crate::job::{
+    JobError, JobId, JobOutput, JobSpec, Priority, Randomness, SynthFn, Synthesis, SynthesisProbe,
+};
 use crate::tier::{choose, Dims, Tier};
 use crate::timeline::{Lane, Timeline};
 use crate::upload::{Upload, UploadActor};
@@ -55,6 +61,7 @@ struct InFlight {
 
 struct JobState {
     spec_srs: Arc<cuzk_srs::Srs>,
+    synthesis: SynthesisProbe,
     kind: Arc<str>,
     priority: Priority,
     synths: Vec<Option<SynthFn>>,
@@ -86,6 +93,10 @@ pub struct DispatcherConfig {
     pub devices: Vec<Arc<dyn cuzk_engine::Backend>>,
     /// Device bytes kept free for the driver and other processes.
     pub vram_reserve: u64,
+    /// The machine's memory, read before each partition's synthesis starts.
+    pub host_memory: HostMemory,
+    /// Host bytes kept free for the rest of the process and the system.
+    pub host_reserve: u64,
 }
 
 pub struct Dispatcher {
@@ -123,6 +134,15 @@ pub struct Dispatcher {
     /// will say when theirs is freed).
     memory_wait: bool,
     memory_poll_armed: bool,
+    host_memory: HostMemory,
+    host_reserve: u64,
+    /// Partitions synthesizing now, with the host bytes they were admitted for (memory they will
+    /// still allocate, so the available memory read later is short of it).
+    synthesizing: HashMap<PartKey, u64>,
+    /// Which of them records its circuit type's shape (its key).
+    recording: HashMap<PartKey, &'static str>,
+    /// Synthesis waits for host memory (logged once per wait).
+    host_waiting: bool,
     /// Shutting down: new jobs refused; the reply goes out once nothing is in flight.
     stopping: Option<Option<Sender<Vec<Addr<UploadActor>>>>>,
 }
@@ -165,6 +185,11 @@ impl Dispatcher {
             vram_reserve: cfg.vram_reserve,
             memory_wait: false,
             memory_poll_armed: false,
+            host_memory: cfg.host_memory,
+            host_reserve: cfg.host_reserve,
+            synthesizing: HashMap::new(),
+            recording: HashMap::new(),
+            host_waiting: false,
             stopping: None,
         })
     }
@@ -247,17 +272,17 @@ impl Dispatcher {
             }
             return;
         }
-        self.start_synthesis(ctx);
+        let host_wait = self.start_synthesis(ctx);
+        self.memory_wait = false;
         if !self.paused {
-            self.memory_wait = false;
             self.dispatch();
-            if self.memory_wait && !self.memory_poll_armed {
-                self.memory_poll_armed = true;
-                ctx.run_later(MEMORY_POLL, |d, ctx| {
-                    d.memory_poll_armed = false;
-                    d.pump(ctx);
-                });
-            }
+        }
+        if (self.memory_wait || host_wait) && !self.memory_poll_armed {
+            self.memory_poll_armed = true;
+            ctx.run_later(MEMORY_POLL, |d, ctx| {
+                d.memory_poll_armed = false;
+                d.pump(ctx);
+            });
         }
     }
 
@@ -295,8 +320,13 @@ impl Dispatcher {
         budget.set_limit(limit);
     }
 
-    fn start_synthesis(&mut self, ctx: &mut Context<Self>) {
-        while let Some(&order) = self.synth_queue.first() {
+    /// Starts the queued partitions that may start now, in order. Returns whether one waits for
+    /// host memory that only other processes (or time) can free, so the caller looks again soon.
+    fn start_synthesis(&mut self, ctx: &mut Context<Self>) -> bool {
+        let orders: Vec<Order> = self.synth_queue.iter().copied().collect();
+        let mem = self.host_memory.read();
+        let mut wait = false;
+        for order in orders {
             let (_, job, partition) = order;
             let Some(st) = self.jobs.get_mut(&job) else {
                 self.synth_queue.remove(&order);
@@ -306,12 +336,61 @@ impl Dispatcher {
                 self.synth_queue.remove(&order);
                 continue;
             }
+            let how = (st.synthesis)();
+            if let Synthesis::Unrecorded { key } = how {
+                if self.recording.values().any(|k| *k == key) {
+                    // Another partition records this shape: wait for it, then go witness-only.
+                    continue;
+                }
+            }
             let dims = Dims::of(&st.spec_srs);
-            let Some(res) = self.host.try_reserve(dims.host()) else {
+            let need = match how {
+                Synthesis::Recorded => dims.host_recorded(),
+                Synthesis::Unrecorded { .. } | Synthesis::Full => dims.host(),
+            };
+            if let Some(m) = mem {
+                // What the machine has now, less the reserve and what partitions that already
+                // started will still allocate (counted in full: some of it may be in use
+                // already, which errs on the safe side).
+                // The reserve is kept while we hold something; with nothing held, a partition
+                // that fits what is available starts (so one always can, on any machine).
+                let pending: u64 = self.synthesizing.values().sum();
+                let reserve = if self.host.live() == 0 {
+                    0
+                } else {
+                    self.host_reserve
+                };
+                let free = m
+                    .available
+                    .saturating_sub(reserve)
+                    .saturating_sub(pending);
+                if need > free {
+                    if self.host.live() == 0 && need > m.total {
+                        let what = format!(
+                            "a partition needs {need} host bytes; the machine has {} in all",
+                            m.total
+                        );
+                        self.fail(job, JobError::Rejected { job, what });
+                        continue;
+                    }
+                    // Logged when nothing of ours is synthesizing (else it is the pipeline's
+                    // ordinary pacing), once per wait.
+                    if !self.host_waiting && pending == 0 {
+                        self.host_waiting = true;
+                        slog::info!(crate::log::component("dispatcher"),
+                            "synthesis waits for host memory";
+                            "need_mib" => need >> 20, "available_mib" => m.available >> 20,
+                            "pending_mib" => pending >> 20, "reserve_mib" => self.host_reserve >> 20,
+                            "partitions_held" => self.host.live());
+                    }
+                    wait = true;
+                    break;
+                }
+            }
+            let Some(res) = self.host.try_reserve(need) else {
                 if self.host.live() == 0 {
                     let what = format!(
-                        "a partition needs {} host bytes; the host budget is {}",
-                        dims.host(),
+                        "a partition needs {need} host bytes; the host budget is {}",
                         self.host.capacity()
                     );
                     self.fail(job, JobError::Rejected { job, what });
@@ -319,11 +398,20 @@ impl Dispatcher {
                 }
                 break; // back-pressure: wait for a release
             };
+            self.host_waiting = false;
             self.synth_queue.remove(&order);
+            let Some(st) = self.jobs.get_mut(&job) else {
+                self.host.release(res);
+                continue;
+            };
             let Some(synth) = st.synths[partition].take() else {
                 self.host.release(res);
                 continue;
             };
+            self.synthesizing.insert(PartKey { job, partition }, need);
+            if let Synthesis::Unrecorded { key } = how {
+                self.recording.insert(PartKey { job, partition }, key);
+            }
             st.in_flight.insert(
                 partition,
                 InFlight {
@@ -372,6 +460,13 @@ impl Dispatcher {
                 });
             });
         }
+        wait
+    }
+
+    /// A partition's synthesis ended (or was dropped before it began).
+    fn synthesis_ended(&mut self, key: PartKey) {
+        self.synthesizing.remove(&key);
+        self.recording.remove(&key);
     }
 
     /// Makes `srs` the SRS resident on `gpu`: its bases and one MSM's scratch are reserved there
@@ -625,6 +720,7 @@ impl Handler<Submit> for Dispatcher {
         let JobSpec {
             srs,
             partitions,
+            synthesis,
             priority,
             randomness,
             kind,
@@ -658,6 +754,7 @@ impl Handler<Submit> for Dispatcher {
             id,
             JobState {
                 spec_srs: srs,
+                synthesis,
                 kind,
                 priority,
                 synths: partitions.into_iter().map(Some).collect(),
@@ -687,6 +784,7 @@ impl Message for Synthesized {
 impl Handler<Synthesized> for Dispatcher {
     type Result = ();
     fn handle(&mut self, msg: Synthesized, ctx: &mut Context<Self>) {
+        self.synthesis_ended(msg.key);
         let PartKey { job, partition } = msg.key;
         let alive = self
             .jobs
@@ -779,6 +877,7 @@ impl Message for Dropped {
 impl Handler<Dropped> for Dispatcher {
     type Result = ();
     fn handle(&mut self, msg: Dropped, ctx: &mut Context<Self>) {
+        self.synthesis_ended(msg.key);
         self.release_all(msg.key);
         self.forget_if_idle(msg.key.job);
         self.pump(ctx);

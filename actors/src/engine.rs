@@ -56,6 +56,11 @@ pub struct EngineConfig {
     /// the dispatcher reads the device's memory (`Backend::memory`): while other processes hold
     /// more than they did at the start, the budget admits only what they leave less this.
     pub vram_reserve: u64,
+    /// The machine's memory, read before each partition's synthesis starts (`HostMemory::system`
+    /// by default; `unchecked` leaves only `host_budget`).
+    pub host_memory: crate::host_memory::HostMemory,
+    /// Host bytes kept free for the rest of the process and the system.
+    pub host_reserve: u64,
 }
 
 impl Default for EngineConfig {
@@ -74,6 +79,8 @@ impl Default for EngineConfig {
             srs_idle_evict: Duration::from_secs(600),
             device_fail_limit: 3,
             vram_reserve: 512 << 20,
+            host_memory: crate::host_memory::HostMemory::system(),
+            host_reserve: 4 << 30,
         }
     }
 }
@@ -182,6 +189,8 @@ impl Engine {
                         device_fail_limit: cfg.device_fail_limit,
                         devices: backends.clone(),
                         vram_reserve: cfg.vram_reserve,
+                        host_memory: cfg.host_memory.clone(),
+                        host_reserve: cfg.host_reserve,
                     };
                     let dispatcher = Dispatcher::new(dcfg, tl.clone())?.start();
                     // Whole multiples of the copy piece, so that no copy piece spans two registrations.

@@ -35,9 +35,27 @@ pub enum Randomness {
     Fixed(Vec<(Scalar, Scalar)>),
 }
 
+/// How a job's partitions will synthesize, asked when each is about to start (the answer
+/// changes once the first partition of a shape has recorded it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Synthesis {
+    /// Witness-only, from the recording held for the circuit type.
+    Recorded,
+    /// The recording of circuit type `key` is not held: the next partition records it (or maps
+    /// its file). A recording takes far more memory than a witness, so the dispatcher lets one
+    /// partition per key do it while the others of that key wait for it.
+    Unrecorded { key: &'static str },
+    /// Full synthesis (the recorded path is turned off).
+    Full,
+}
+
+/// Answers [`Synthesis`] for a job.
+pub type SynthesisProbe = Arc<dyn Fn() -> Synthesis + Send + Sync>;
+
 pub struct JobSpec {
     pub srs: Arc<Srs>,
     pub partitions: Vec<SynthFn>,
+    pub synthesis: SynthesisProbe,
     pub priority: Priority,
     pub randomness: Randomness,
     /// What kind of proof this is, for log lines (`porep`, `snap`, …; `custom` unless set).
@@ -53,6 +71,7 @@ impl JobSpec {
             .map(|(i, c)| synth_fn(&srs, i, c, None, None))
             .collect();
         JobSpec {
+            synthesis: probe::<C>(&srs),
             srs,
             partitions,
             priority: Priority::Normal,
@@ -95,6 +114,7 @@ impl JobSpec {
             .map(|(i, (c, e))| synth_fn(&srs, i, c, Some(e), parallel))
             .collect();
         Ok(JobSpec {
+            synthesis: probe::<C>(&srs),
             srs,
             partitions,
             priority: Priority::Normal,
@@ -115,6 +135,27 @@ impl JobSpec {
         self.kind = Arc::from(k);
         self
     }
+}
+
+/// The probe of circuit type `C` against `srs` (the parameter binding, a hash of the verifying
+/// key, is computed on the first question only).
+fn probe<C: 'static>(srs: &Arc<Srs>) -> SynthesisProbe {
+    use cuzk_engine::recorded::{ParamsBinding, RecordingCache};
+    let srs = srs.clone();
+    let binding = std::sync::OnceLock::new();
+    Arc::new(move || {
+        let cache = RecordingCache::global();
+        if !cache.options().enabled {
+            return Synthesis::Full;
+        }
+        let key = RecordingCache::key_of::<C>();
+        let b = binding.get_or_init(|| ParamsBinding::of(&srs));
+        if cache.holds(key, b) {
+            Synthesis::Recorded
+        } else {
+            Synthesis::Unrecorded { key }
+        }
+    })
 }
 
 /// A circuit type's witness on several threads against its recording.

@@ -21,6 +21,7 @@ pub mod fault;
 pub mod filecoin;
 #[cfg(feature = "grpc")]
 pub mod grpc;
+pub mod host_memory;
 pub mod job;
 pub mod jobs;
 pub mod log;

@@ -116,6 +116,7 @@ pub struct EngineSection {
     pub vram_reserve_mib: u64,
     pub vram_budget_mib: u64,
     pub host_budget_mib: u64,
+    pub host_reserve_mib: u64,
     pub synth_threads: usize,
     pub pin_chunk_mib: u64,
     pub srs_residency: Residency,
@@ -349,6 +350,8 @@ impl Settings {
             srs_idle_evict: Duration::from_secs(self.srs.idle_evict_s),
             device_fail_limit: e.device_fail_limit,
             vram_reserve: mib(e.vram_reserve_mib),
+            host_memory: crate::host_memory::HostMemory::system(),
+            host_reserve: mib(e.host_reserve_mib),
         }
     }
 }

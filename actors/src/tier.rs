@@ -64,9 +64,19 @@ impl Dims {
         self.bases() + workers.max(1) as u64 * (self.msm_scratch() + (256 << 20))
     }
 
-    /// Host bytes of one synthesized, prepared partition.
+    /// Host bytes of one synthesized, prepared partition (full synthesis: `a, b, c` and the
+    /// assignment, then the MSM scalars beside them).
     pub fn host(&self) -> u64 {
         3 * self.n * FR + 2 * self.scalars()
+    }
+    /// Host bytes of one partition synthesized witness-only from a held recording: the witness
+    /// (inputs and aux), the three MSM scalar splits built from it (`l`: aux; `a`, `b`: the
+    /// variables dense in A and B, inputs included) and their 0/1 masks; `a, b, c` are left to
+    /// the backend.
+    pub fn host_recorded(&self) -> u64 {
+        let splits = (self.aux + self.a + self.b) * FR;
+        let masks = (self.aux + self.a + self.b).div_ceil(8);
+        self.aux * FR + splits + masks
     }
     pub fn device(&self, tier: Tier, srs_resident: bool) -> u64 {
         match tier {

@@ -1009,3 +1009,107 @@ fn proofs_spread_over_two_devices_equal_one_device_byte_for_byte() {
     );
     assert!(st.vram.iter().all(|b| b.high_water > 0), "{:?}", st.vram);
 }
+
+/// A circuit type of this test's own: the recording cache is process-wide and keyed by type, so
+/// its shape is unrecorded when the test starts.
+struct FreshShape(MulChain);
+impl bellperson::Circuit<Scalar> for FreshShape {
+    fn synthesize<CS: bellperson::ConstraintSystem<Scalar>>(
+        self,
+        cs: &mut CS,
+    ) -> Result<(), bellperson::SynthesisError> {
+        self.0.synthesize(cs)
+    }
+}
+
+/// The most `stage` spans that were ever open at once.
+fn most_at_once(spans: &[cuzk_actors::timeline::Span]) -> usize {
+    let mut edges: Vec<(u64, i32)> = spans
+        .iter()
+        .flat_map(|s| [(s.start_us, 1), (s.end_us, -1)])
+        .collect();
+    edges.sort_by_key(|&(t, d)| (t, d)); // an end before a start at the same instant
+    let (mut open, mut most) = (0i32, 0i32);
+    for (_, d) in edges {
+        open += d;
+        most = most.max(open);
+    }
+    most as usize
+}
+
+#[test]
+fn a_new_shape_records_once_and_synthesis_waits_for_host_memory() {
+    use cuzk_actors::host_memory::{HostMem, HostMemory};
+    use std::sync::atomic::AtomicU64;
+    let srs = srs();
+    let dims = Dims::of(&srs);
+    let available = Arc::new(AtomicU64::new(1 << 40));
+    let seen = available.clone();
+    let cfg = EngineConfig {
+        vram_budget: vec![Dims::of(&srs).device(Tier::Full, false) * 8],
+        host_memory: HostMemory::from_fn(move || {
+            Some(HostMem {
+                total: 1 << 40,
+                available: seen.load(AtomicOrdering::SeqCst),
+            })
+        }),
+        host_reserve: 0,
+        synth_threads: 4,
+        ..EngineConfig::default()
+    };
+    let (engine, stats) = engine(cfg);
+    let fresh = |job: u64, n: usize| -> Vec<FreshShape> {
+        circuits(job, n).into_iter().map(FreshShape).collect()
+    };
+    let run = |first: u64| -> Vec<cuzk_actors::timeline::Span> {
+        let before = engine.timeline().spans().len();
+        let jobs: Vec<_> = (first..first + 3)
+            .map(|j| engine.submit(JobSpec::new(srs.clone(), fresh(j, 4))).unwrap())
+            .collect();
+        for h in &jobs {
+            h.wait().unwrap();
+        }
+        let spans: Vec<_> = engine.timeline().spans()[before..]
+            .iter()
+            .filter(|s| s.stage == "synth")
+            .cloned()
+            .collect();
+        assert_eq!(spans.len(), 12);
+        spans
+    };
+
+    // Memory to spare: the shape's first partition records it alone, the others wait for it.
+    let spans = run(0);
+    let first = spans.iter().min_by_key(|s| s.start_us).unwrap();
+    for s in &spans {
+        if (s.job, s.partition) != (first.job, first.partition) {
+            assert!(
+                s.start_us >= first.end_us,
+                "a partition synthesized while the shape was being recorded: {s:?} vs {first:?}"
+            );
+        }
+    }
+
+    // Room for two witness-only partitions: never more than two synthesize at once.
+    available.store(dims.host_recorded() * 5 / 2, AtomicOrdering::SeqCst);
+    let most = most_at_once(&run(10));
+    assert!(
+        most <= 2,
+        "{most} partitions synthesized at once; the memory had room for 2"
+    );
+
+    // No memory: a job waits (nothing starts, nothing fails), then runs once memory frees.
+    available.store(0, AtomicOrdering::SeqCst);
+    let h = engine.submit(JobSpec::new(srs.clone(), fresh(20, 2))).unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    let s = engine.status().unwrap();
+    assert_eq!(
+        (s.queued_synthesis, s.in_flight, s.host.reserved),
+        (2, 0, 0),
+        "a partition started without memory: {s:?}"
+    );
+    assert!(h.poll().is_none(), "the job ended while it waited for memory");
+    available.store(dims.host(), AtomicOrdering::SeqCst);
+    h.wait().unwrap();
+    assert_all_released(&engine, &stats);
+}

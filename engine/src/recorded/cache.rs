@@ -117,6 +117,11 @@ impl RecordingCache {
         RecordingCache::default()
     }
 
+    /// The key a circuit type's recordings are held under.
+    pub fn key_of<C>() -> &'static str {
+        std::any::type_name::<C>()
+    }
+
     /// The process-wide cache (what `Prover::new` and the `Engine`'s jobs use).
     pub fn global() -> &'static RecordingCache {
         static GLOBAL: OnceLock<RecordingCache> = OnceLock::new();
@@ -139,6 +144,17 @@ impl RecordingCache {
             .entry((key.to_string(), b.clone()))
             .or_default()
             .clone()
+    }
+
+    /// Whether circuit `key`'s recording against the parameters of `binding` is held in memory (a synthesis of it is
+    /// witness-only; else the next one records it, or maps its file).
+    /// `binding` is `ParamsBinding::of(srs)` (it hashes the verifying key: a caller that asks
+    /// often computes it once).
+    pub fn holds(&self, key: &str, binding: &ParamsBinding) -> bool {
+        let slot = lock(&self.slots)
+            .get(&(key.to_string(), binding.clone()))
+            .cloned();
+        slot.is_some_and(|s| lock(&s.rec).is_some())
     }
 
     /// The recording held for circuit `key` against `srs`, if any.

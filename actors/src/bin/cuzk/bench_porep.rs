@@ -258,6 +258,27 @@ fn run_once(
         let title = format!("cuzk bench porep: {registered}, {devices}, {} proofs, {} in flight, {ms_per_proof:.1} ms/proof", a.count, a.concurrency);
         std::fs::write(d.join(format!("{stem}.svg")), svg(&spans, &title))?;
     }
+    // Memory: the process's peak resident set, and per device the VRAM budget's high water
+    // (reservations: partitions' buffers, resident bases and MSM scratch).
+    let vram_hw: Vec<String> = engine
+        .status()
+        .map(|st| {
+            st.vram
+                .iter()
+                .map(|v| format!("{:.1}", v.high_water as f64 / (1u64 << 30) as f64))
+                .collect()
+        })
+        .unwrap_or_default();
+    println!(
+        "memory: peak_rss_gib={} vram_reserved_high_water_gib={} host_reserved_high_water_gib={:.1}",
+        crate::common::peak_rss_bytes()
+            .map_or("?".into(), |b| format!("{:.1}", b as f64 / (1u64 << 30) as f64)),
+        vram_hw.join(","),
+        engine
+            .status()
+            .map_or(0, |st| st.host.high_water) as f64
+            / (1u64 << 30) as f64,
+    );
     let used = crate::bench_gpus::devices_used(&spans);
     let busy_each = crate::bench_gpus::busy_line(&spans, engine.device_names().len());
     engine.shutdown();

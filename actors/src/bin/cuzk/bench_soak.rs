@@ -69,14 +69,7 @@ struct Sample {
 }
 
 fn rss_kb() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
+    crate::common::proc_status_kb("VmRSS:").unwrap_or(0)
 }
 
 fn open_fds() -> usize {
