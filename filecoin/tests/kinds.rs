@@ -478,6 +478,10 @@ fn porep_challenges_synthesized_in_parallel_give_the_same_assignment() {
         rec.mark("challenge_1").is_some(),
         "the recording marks each challenge"
     );
+    // The blank circuit records the same system, so it can be recorded before the first proof.
+    let blank = cuzk_filecoin::porep::record_blank(SEAL).unwrap();
+    assert_eq!(blank.recording().first_difference(&rec), None);
+    assert_eq!(blank.recording().shape_hash(), rec.shape_hash());
     let parallel = req.build(Parallel { rec: &rec }).unwrap().unwrap();
     assert!(
         parallel == sequential,

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A full-size PoRep C2 on one GPU machine without cargo (issue 17): a synthetic C1 output of
 # SECTOR (default 32GiB), cuzk's seeded parameters set up on GPU 0 straight into the engine (no
-# 47 GB file), then `cuzk bench porep`: a warm-up proof (it records the partition circuit), one
-# proof alone, and COUNT proofs with CONCURRENCY in flight, each accepted by verify_seal.
+# 47 GB file) while the partition circuit is recorded from its blank circuit beside it, then
+# `cuzk bench porep`: WARM_UP proofs (default 0), one proof alone, and COUNT proofs with
+# CONCURRENCY in flight, each accepted by verify_seal.
 # Host memory in use and the GPU's memory in use are sampled every second into WORK/memory.log;
 # the last lines give their peaks.
 #   tests/gpu/porep-full.sh BUNDLE WORK [COUNT] [CONCURRENCY]
@@ -33,5 +34,6 @@ start=$(date +%s%N)
 echo "synth_c1_s=$(awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%.2f", (b - a) / 1e9 }')"
 read -r -a ids <<<"$(grep -o -- '--prover-id [0-9a-f]* --sector-id [0-9]*' "$work/synth-c1.log" | head -1)"
 "$bundle/cuzk" bench porep --c1 "$work/c1.json" "${ids[@]}" --params-dir "$work/params" \
-    --setup-into-engine --setup-gpu 0 -c "$count" -j "$concurrency" --timeline-dir "$work/timeline"
+    --setup-into-engine --setup-gpu 0 --warm-up "${WARM_UP:-0}" -c "$count" -j "$concurrency" \
+    --timeline-dir "$work/timeline"
 awk 'BEGIN { h = 0; g = 0 } $2 > h { h = $2 } $3 > g { g = $3 } END { printf "memory_peaks host_used_mib=%d gpu_used_mib=%d\n", h, g }' "$work/memory.log"

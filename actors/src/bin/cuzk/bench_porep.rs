@@ -1,6 +1,7 @@
 //! `cuzk bench porep --c1 FILE -c COUNT -j CONCURRENCY`: PoRep C2 proofs of one real C1 output
-//! through the engine. First one proof alone (its latency and stage split), then COUNT proofs
-//! with CONCURRENCY in flight; a line per proof, then s/proof, GPU busy and stage totals. The
+//! through the engine. First `--warm-up` proofs (default 1), then one proof alone (its latency and
+//! stage split), then COUNT proofs with CONCURRENCY in flight; a line per proof, then s/proof,
+//! GPU busy, CPU seconds per proof, peak RSS and budget high water, and stage totals. The
 //! last line: `porep_ms_per_proof=<stream> porep_latency_ms=<one alone> sector=<size>`. With
 //! `--gpus-sweep 1,2`: all of that once per device count (the first 1, then the first 2 devices,
 //! a fresh engine each; parameters set up into the engine once), a `run gpus=N …` line per run,
@@ -54,6 +55,10 @@ pub struct Args {
     setup_gpu: Option<usize>,
     #[arg(long, default_value_t = params::DEV_SETUP_SEED)]
     setup_seed: u64,
+    /// Proofs run (and not timed) before the one timed alone: they load the parameters and, where
+    /// the shape was not recorded beside the setup, record it.
+    #[arg(long, default_value_t = 1)]
+    warm_up: usize,
     /// Run everything on the first N devices for each N listed (e.g. `1,2`), a fresh engine
     /// each; the last line is `gpus1_s_per_proof=… gpus2_s_per_proof=…`. GPUs are the first N of
     /// `engine.gpus` (or of every visible GPU); on the CPU backend N CPU backends run as N devices.
@@ -137,6 +142,15 @@ fn run_once(
             Some(d) => cuzk_engine::setup::SetupOn::Gpu(d),
             None => cuzk_engine::setup::SetupOn::Cpu,
         };
+        // The partition circuit is recorded from its blank circuit on a thread of its own while
+        // the setup runs (both are mostly one thread), so the first proof need not record it.
+        let recorder = match registered {
+            cuzk_filecoin::Registered::Seal(p) => Some(std::thread::spawn(move || {
+                let t = Instant::now();
+                cuzk_filecoin::porep::record_blank(p).map(|r| (r, t.elapsed()))
+            })),
+            _ => None,
+        };
         let (srs, path) = crate::progress::phase(
             &format!("setting up {registered} parameters into the engine"),
             || params::generate_in_memory(registered, &dir, a.setup_seed, on),
@@ -144,6 +158,16 @@ fn run_once(
         drop(dev);
         let points = srs.h().len() + srs.l().len() + srs.a().len() + srs.b_g1().len();
         let srs = std::sync::Arc::new(srs);
+        if let Some(h) = recorder {
+            let (rec, took) = h
+                .join()
+                .map_err(|p| format!("recording the partition circuit panicked: {}", cuzk_actors::job::panic_text(&p)))??;
+            rec.install(&srs)?;
+            println!(
+                "# recorded the partition circuit beside the setup: {:.1} s",
+                took.as_secs_f64()
+            );
+        }
         engine.install_srs(&path, srs.clone())?;
         *installed = Some((srs, path.clone()));
         println!(
@@ -180,16 +204,18 @@ fn run_once(
     // once and then timed).
     let mut latency_ms = f64::MAX;
     let mut alone_from = 0;
-    for round in 0..2 {
-        if round == 1 {
+    let rounds = a.warm_up + 1;
+    for round in 0..rounds {
+        let timed = round + 1 == rounds;
+        if timed {
             alone_from = engine.timeline().spans().len();
         }
         let start = Instant::now();
         let out = crate::progress::phase(
-            if round == 0 {
-                "one proof alone (warm-up: loads the parameters)"
-            } else {
+            if timed {
                 "one proof alone"
+            } else {
+                "one proof alone (warm-up: loads the parameters)"
             },
             || -> Result<_> { Ok(engine.submit_parsed(parsed.clone(), &cfg)?.handle.wait()?) },
         )?;
@@ -197,11 +223,11 @@ fn run_once(
         let v = verified(&out.to_bytes())?;
         println!(
             "alone {} wall={ms:.1}ms queue={}ms prove={}ms verified={v}",
-            if round == 0 { "(warm-up)" } else { "" },
+            if timed { "" } else { "(warm-up)" },
             out.queue.as_millis(),
             out.prove.as_millis()
         );
-        if round == 1 {
+        if timed {
             latency_ms = ms;
         }
     }
@@ -212,6 +238,7 @@ fn run_once(
     );
 
     let first_span = alone_spans.len();
+    let cpu_before = crate::common::cpu_seconds();
     let start = Instant::now();
     let bar = crate::progress::Progress::bar(a.count as u64, "proofs");
     let mut in_flight = VecDeque::new();
@@ -247,7 +274,14 @@ fn run_once(
     let (_, _, busy) = crate::common::steady_window(&spans);
     let ms_per_proof = wall * 1e3 / a.count.max(1) as f64;
     println!("{}", StageTotals::of(&spans).line());
-    println!("summary: {ms_per_proof:.1} ms/proof over {} proofs, wall {wall:.2} s, gpu busy {:.1}% (first to last kernel)", a.count, busy * 100.0);
+    // The whole process's CPU time over the stream (synthesis, prepare, uploads, collection,
+    // self-verification and verify_seal) per proof.
+    let cpu_per_proof = cpu_before
+        .zip(crate::common::cpu_seconds())
+        .map_or("?".to_string(), |(b, e)| {
+            format!("{:.3}", (e - b) / a.count.max(1) as f64)
+        });
+    println!("summary: {ms_per_proof:.1} ms/proof over {} proofs, wall {wall:.2} s, gpu busy {:.1}% (first to last kernel), cpu {cpu_per_proof} s/proof (process, all threads)", a.count, busy * 100.0);
     if let Some(d) = &a.timeline_dir {
         std::fs::create_dir_all(d)?;
         let stem = gpus.map_or("porep".to_string(), |(_, n)| format!("porep-gpus{n}"));

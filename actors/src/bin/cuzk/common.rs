@@ -74,3 +74,16 @@ pub fn proc_status_kb(field: &str) -> Option<u64> {
 pub fn peak_rss_bytes() -> Option<u64> {
     proc_status_kb("VmHWM:").map(|kb| kb * 1024)
 }
+
+/// CPU seconds this process has used so far (user + system, all threads), if the OS says.
+pub fn cpu_seconds() -> Option<f64> {
+    let mut u = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes a whole `rusage` into the pointer it is given.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, u.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: the call succeeded, so the struct is initialised.
+    let u = unsafe { u.assume_init() };
+    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
+    Some(t(u.ru_utime) + t(u.ru_stime))
+}
