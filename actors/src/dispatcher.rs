@@ -360,10 +360,7 @@ impl Dispatcher {
                 } else {
                     self.host_reserve
                 };
-                let free = m
-                    .available
-                    .saturating_sub(reserve)
-                    .saturating_sub(pending);
+                let free = m.available.saturating_sub(reserve).saturating_sub(pending);
                 if need > free {
                     if self.host.live() == 0 && need > m.total {
                         let what = format!(

@@ -80,7 +80,8 @@ mod tests {
 
     #[test]
     fn meminfo_is_read_in_bytes_and_a_missing_field_is_no_reading() {
-        let text = "MemTotal:       131072000 kB\nMemFree:         1000 kB\nMemAvailable:   65536000 kB\n";
+        let text =
+            "MemTotal:       131072000 kB\nMemFree:         1000 kB\nMemAvailable:   65536000 kB\n";
         assert_eq!(
             parse_meminfo(text),
             Some(HostMem {

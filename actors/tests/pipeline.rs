@@ -1064,7 +1064,11 @@ fn a_new_shape_records_once_and_synthesis_waits_for_host_memory() {
     let run = |first: u64| -> Vec<cuzk_actors::timeline::Span> {
         let before = engine.timeline().spans().len();
         let jobs: Vec<_> = (first..first + 3)
-            .map(|j| engine.submit(JobSpec::new(srs.clone(), fresh(j, 4))).unwrap())
+            .map(|j| {
+                engine
+                    .submit(JobSpec::new(srs.clone(), fresh(j, 4)))
+                    .unwrap()
+            })
             .collect();
         for h in &jobs {
             h.wait().unwrap();
@@ -1100,7 +1104,9 @@ fn a_new_shape_records_once_and_synthesis_waits_for_host_memory() {
 
     // No memory: a job waits (nothing starts, nothing fails), then runs once memory frees.
     available.store(0, AtomicOrdering::SeqCst);
-    let h = engine.submit(JobSpec::new(srs.clone(), fresh(20, 2))).unwrap();
+    let h = engine
+        .submit(JobSpec::new(srs.clone(), fresh(20, 2)))
+        .unwrap();
     std::thread::sleep(Duration::from_millis(400));
     let s = engine.status().unwrap();
     assert_eq!(
@@ -1108,7 +1114,10 @@ fn a_new_shape_records_once_and_synthesis_waits_for_host_memory() {
         (2, 0, 0),
         "a partition started without memory: {s:?}"
     );
-    assert!(h.poll().is_none(), "the job ended while it waited for memory");
+    assert!(
+        h.poll().is_none(),
+        "the job ended while it waited for memory"
+    );
     available.store(dims.host(), AtomicOrdering::SeqCst);
     h.wait().unwrap();
     assert_all_released(&engine, &stats);

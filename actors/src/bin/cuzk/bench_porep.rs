@@ -159,9 +159,12 @@ fn run_once(
         let points = srs.h().len() + srs.l().len() + srs.a().len() + srs.b_g1().len();
         let srs = std::sync::Arc::new(srs);
         if let Some(h) = recorder {
-            let (rec, took) = h
-                .join()
-                .map_err(|p| format!("recording the partition circuit panicked: {}", cuzk_actors::job::panic_text(&p)))??;
+            let (rec, took) = h.join().map_err(|p| {
+                format!(
+                    "recording the partition circuit panicked: {}",
+                    cuzk_actors::job::panic_text(&p)
+                )
+            })??;
             rec.install(&srs)?;
             println!(
                 "# recorded the partition circuit beside the setup: {:.1} s",
