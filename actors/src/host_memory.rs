@@ -56,21 +56,25 @@ fn meminfo() -> Option<HostMem> {
     parse_meminfo(&std::fs::read_to_string("/proc/meminfo").ok()?)
 }
 
+/// The value of the `name` line (`MemTotal:`, `VmHWM:` …) of a `/proc` text whose values are in
+/// kB, in bytes.
+pub fn kb_field(text: &str, name: &str) -> Option<u64> {
+    let kb: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix(name))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    kb.checked_mul(1024)
+}
+
 /// `MemTotal` and `MemAvailable` of a `/proc/meminfo` text (kB there, bytes here).
 pub fn parse_meminfo(text: &str) -> Option<HostMem> {
-    let field = |name: &str| -> Option<u64> {
-        let line = text.lines().find(|l| l.starts_with(name))?;
-        let kb: u64 = line[name.len()..]
-            .trim()
-            .trim_end_matches("kB")
-            .trim()
-            .parse()
-            .ok()?;
-        kb.checked_mul(1024)
-    };
     Some(HostMem {
-        total: field("MemTotal:")?,
-        available: field("MemAvailable:")?,
+        total: kb_field(text, "MemTotal:")?,
+        available: kb_field(text, "MemAvailable:")?,
     })
 }
 

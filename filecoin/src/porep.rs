@@ -215,12 +215,17 @@ fn blank_shaped<Tree: 'static + MerkleTreeTrait, S: BlankSink>(
     sink: S,
 ) -> Result<S::Out, FilecoinError> {
     let vp = public_params::<Tree>(&registered.as_v1_config())?.vanilla_params;
-    Ok(sink.take(Remake(move || {
-        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
-            StackedDrg<'_, Tree, DefaultPieceHasher>,
-            _,
-        >>::blank_circuit(&vp)
-    })))
+    Ok(sink.take(Remake(move || blank_circuit::<Tree>(&vp))))
+}
+
+/// filecoin-proofs' blank (witness-free) partition circuit for the vanilla parameters `vp`.
+fn blank_circuit<Tree: 'static + MerkleTreeTrait>(
+    vp: &stacked::PublicParams<Tree>,
+) -> stacked::StackedCircuit<Tree, DefaultPieceHasher> {
+    <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+        StackedDrg<'_, Tree, DefaultPieceHasher>,
+        _,
+    >>::blank_circuit(vp)
 }
 
 /// A PoRep partition's recording made from its blank circuit, before its parameters exist (the
@@ -248,11 +253,7 @@ fn record_blank_shaped<Tree: 'static + MerkleTreeTrait>(
     registered: filecoin_proofs_api::RegisteredSealProof,
 ) -> Result<BlankRecording, FilecoinError> {
     let vp = public_params::<Tree>(&registered.as_v1_config())?.vanilla_params;
-    let blank = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
-        StackedDrg<'_, Tree, DefaultPieceHasher>,
-        _,
-    >>::blank_circuit(&vp);
-    let (rec, _) = cuzk_engine::recorded::record(blank, false, 0)?;
+    let (rec, _) = cuzk_engine::recorded::record(blank_circuit::<Tree>(&vp), false, 0)?;
     Ok(BlankRecording {
         key: cuzk_engine::recorded::RecordingCache::key_of::<PoRepPartition<Tree>>(),
         rec,

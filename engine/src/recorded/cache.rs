@@ -146,10 +146,10 @@ impl RecordingCache {
             .clone()
     }
 
-    /// Whether circuit `key`'s recording against the parameters of `binding` is held in memory (a synthesis of it is
-    /// witness-only; else the next one records it, or maps its file).
-    /// `binding` is `ParamsBinding::of(srs)` (it hashes the verifying key: a caller that asks
-    /// often computes it once).
+    /// Whether circuit `key`'s recording against the parameters of `binding` is held in memory
+    /// (a synthesis of it is witness-only; else the next one records it, or maps its file).
+    /// `binding` is `ParamsBinding::of(srs)`, which hashes the verifying key: a caller that asks
+    /// often computes it once.
     pub fn holds(&self, key: &str, binding: &ParamsBinding) -> bool {
         let slot = lock(&self.slots)
             .get(&(key.to_string(), binding.clone()))
@@ -214,7 +214,7 @@ impl RecordingCache {
         defer: bool,
     ) -> Result<Synthesized, EngineError> {
         let how = How { parallel, defer };
-        let key = std::any::type_name::<C>();
+        let key = Self::key_of::<C>();
         let binding = ParamsBinding::of(srs);
         let slot = self.slot(key, &binding);
         let n = slot.proofs.fetch_add(1, Ordering::Relaxed);
@@ -381,7 +381,7 @@ pub fn build_file<C: Circuit<Scalar>>(
     srs: &Srs,
     circuit: C,
 ) -> Result<std::path::PathBuf, EngineError> {
-    let key = std::any::type_name::<C>();
+    let key = RecordingCache::key_of::<C>();
     let path = file::recording_path(srs, key).ok_or_else(|| EngineError::Recording {
         what: format!(
             "{} has no decode cache to keep a recording beside",

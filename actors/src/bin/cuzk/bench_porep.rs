@@ -295,26 +295,16 @@ fn run_once(
         let title = format!("cuzk bench porep: {registered}, {devices}, {} proofs, {} in flight, {ms_per_proof:.1} ms/proof", a.count, a.concurrency);
         std::fs::write(d.join(format!("{stem}.svg")), svg(&spans, &title))?;
     }
-    // Memory: the process's peak resident set, and per device the VRAM budget's high water
-    // (reservations: partitions' buffers, resident bases and MSM scratch).
-    let vram_hw: Vec<String> = engine
-        .status()
-        .map(|st| {
-            st.vram
-                .iter()
-                .map(|v| format!("{:.1}", v.high_water as f64 / (1u64 << 30) as f64))
-                .collect()
-        })
-        .unwrap_or_default();
+    // Memory: the process's peak resident set, and the budgets' high water (reservations: per
+    // device the partitions' buffers, resident bases and MSM scratch; on the host the partitions).
+    let gib = |b: u64| format!("{:.1}", b as f64 / (1u64 << 30) as f64);
+    let (vram_hw, host_hw) = engine.status().map_or(("?".into(), "?".into()), |st| {
+        let vram: Vec<String> = st.vram.iter().map(|v| gib(v.high_water)).collect();
+        (vram.join(","), gib(st.host.high_water))
+    });
     println!(
-        "memory: peak_rss_gib={} vram_reserved_high_water_gib={} host_reserved_high_water_gib={:.1}",
-        crate::common::peak_rss_bytes()
-            .map_or("?".into(), |b| format!("{:.1}", b as f64 / (1u64 << 30) as f64)),
-        vram_hw.join(","),
-        engine
-            .status()
-            .map_or(0, |st| st.host.high_water) as f64
-            / (1u64 << 30) as f64,
+        "memory: peak_rss_gib={} vram_reserved_high_water_gib={vram_hw} host_reserved_high_water_gib={host_hw}",
+        crate::common::proc_status_bytes("VmHWM:").map_or("?".into(), gib),
     );
     let used = crate::bench_gpus::devices_used(&spans);
     let busy_each = crate::bench_gpus::busy_line(&spans, engine.device_names().len());

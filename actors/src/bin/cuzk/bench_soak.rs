@@ -69,7 +69,7 @@ struct Sample {
 }
 
 fn rss_kb() -> u64 {
-    crate::common::proc_status_kb("VmRSS:").unwrap_or(0)
+    crate::common::proc_status_bytes("VmRSS:").map_or(0, |b| b / 1024)
 }
 
 fn open_fds() -> usize {

@@ -61,18 +61,10 @@ pub fn steady_window(spans: &[cuzk_actors::timeline::Span]) -> (u64, u64, f64) {
     (from, to, busy_fraction(spans, 0, from, to))
 }
 
-/// A `kB` field of `/proc/self/status` (`VmRSS:`, `VmHWM:`), if there is one.
-pub fn proc_status_kb(field: &str) -> Option<u64> {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()?
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-}
-
-/// The process's peak resident set (`VmHWM`), in bytes.
-pub fn peak_rss_bytes() -> Option<u64> {
-    proc_status_kb("VmHWM:").map(|kb| kb * 1024)
+/// A field of `/proc/self/status` (`VmRSS:`, `VmHWM:`), in bytes, if there is one.
+pub fn proc_status_bytes(field: &str) -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/status").ok()?;
+    cuzk_actors::host_memory::kb_field(&text, field)
 }
 
 /// CPU seconds this process has used so far (user + system, all threads), if the OS says.

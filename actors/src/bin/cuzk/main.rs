@@ -20,14 +20,14 @@ mod srs_cmd;
 mod synth_c1_cmd;
 
 use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
 
 /// Synthesis (bellperson gadgets building linear combinations) allocates small vectors on every
 /// synthesis thread at once; mimalloc's per-thread heaps keep them from contending.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-use std::process::ExitCode;
-
-use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(name = "cuzk", version, about = "Groth16 (BLS12-381) proving engine")]
