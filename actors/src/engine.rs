@@ -61,6 +61,8 @@ pub struct EngineConfig {
     pub host_memory: crate::host_memory::HostMemory,
     /// Host bytes kept free for the rest of the process and the system.
     pub host_reserve: u64,
+    /// The timeline keeps this many of the most recent spans (`timeline::MAX_SPANS` by default).
+    pub timeline_spans: usize,
 }
 
 impl Default for EngineConfig {
@@ -81,6 +83,7 @@ impl Default for EngineConfig {
             vram_reserve: 512 << 20,
             host_memory: crate::host_memory::HostMemory::system(),
             host_reserve: 4 << 30,
+            timeline_spans: crate::timeline::MAX_SPANS,
         }
     }
 }
@@ -170,7 +173,7 @@ impl Engine {
         // The engine's diagnostics (`log` facade) into the slog logger, unless the embedding
         // program routes `log` itself.
         crate::log::bridge();
-        let timeline = Timeline::default();
+        let timeline = Timeline::keeping(cfg.timeline_spans);
         let device_names = (0..backends.len()).map(|i| format!("device {i}")).collect();
         let (tx, rx) = crossbeam_channel::bounded::<Result<Started, String>>(1);
         let tl = timeline.clone();

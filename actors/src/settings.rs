@@ -117,6 +117,7 @@ pub struct EngineSection {
     pub vram_budget_mib: u64,
     pub host_budget_mib: u64,
     pub host_reserve_mib: u64,
+    pub timeline_spans: usize,
     pub synth_threads: usize,
     pub pin_chunk_mib: u64,
     pub srs_residency: Residency,
@@ -352,6 +353,7 @@ impl Settings {
             vram_reserve: mib(e.vram_reserve_mib),
             host_memory: crate::host_memory::HostMemory::system(),
             host_reserve: mib(e.host_reserve_mib),
+            timeline_spans: e.timeline_spans.max(1),
         }
     }
 }

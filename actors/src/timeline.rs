@@ -22,12 +22,13 @@ pub struct Span {
     pub bytes: u64,
 }
 
-/// Shared span log (cheap to clone), keeping the most recent `MAX_SPANS` spans so a daemon that
-/// runs for months does not grow without end.
+/// Shared span log (cheap to clone), keeping the most recent spans (`MAX_SPANS` by default,
+/// `engine.timeline_spans`) so a daemon that runs for months does not grow without end.
 #[derive(Clone)]
 pub struct Timeline {
     origin: Instant,
     spans: Arc<Mutex<VecDeque<Span>>>,
+    keep: usize,
     /// Every span's duration by stage, for Prometheus (never trimmed: a histogram is bounded).
     stages: crate::metrics::HistogramFamily,
 }
@@ -37,11 +38,7 @@ pub const MAX_SPANS: usize = 1 << 18;
 
 impl Default for Timeline {
     fn default() -> Self {
-        Timeline {
-            origin: Instant::now(),
-            spans: Arc::default(),
-            stages: crate::metrics::histogram_family(),
-        }
+        Timeline::keeping(MAX_SPANS)
     }
 }
 
@@ -53,6 +50,16 @@ pub struct Lane {
 }
 
 impl Timeline {
+    /// A timeline that keeps the `keep` most recent spans (at least one).
+    pub fn keeping(keep: usize) -> Self {
+        Timeline {
+            origin: Instant::now(),
+            spans: Arc::default(),
+            keep: keep.max(1),
+            stages: crate::metrics::histogram_family(),
+        }
+    }
+
     pub fn us(&self, t: Instant) -> u64 {
         t.saturating_duration_since(self.origin).as_micros() as u64
     }
@@ -80,7 +87,7 @@ impl Timeline {
             bytes,
         };
         if let Ok(mut v) = self.spans.lock() {
-            if v.len() == MAX_SPANS {
+            while v.len() >= self.keep {
                 v.pop_front();
             }
             v.push_back(span);
@@ -374,6 +381,18 @@ mod tests {
             end_us: b,
             bytes: 0,
         }
+    }
+
+    #[test]
+    fn the_timeline_keeps_only_the_most_recent_spans() {
+        let t = Timeline::keeping(3);
+        let now = Instant::now();
+        for job in 0..5 {
+            let key = PartKey { job, partition: 0 };
+            t.record(key, "synth", Lane::default(), now, now, 0);
+        }
+        let jobs: Vec<u64> = t.spans().iter().map(|s| s.job).collect();
+        assert_eq!(jobs, [2, 3, 4]);
     }
 
     #[test]

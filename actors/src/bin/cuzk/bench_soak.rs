@@ -1,7 +1,8 @@
 //! `cuzk bench soak`: N small proofs through an in-process engine (the daemon's pipeline) with a
 //! mix of circuits and sizes, priorities, partition counts and cancellations. Every proof is
-//! verified against its verifying key, every job must be answered, and the process's RSS and open
-//! file descriptors, and the engine's reserved VRAM, host budget and pinned bytes, are sampled at
+//! verified against its verifying key, every job must be answered, and the process's RSS (after
+//! mimalloc gives back its freed pages), its live heap bytes (when `CUZK_COUNT_HEAP=1`, see
+//! `heap.rs`) and open file descriptors, and the engine's reserved VRAM, host budget and pinned bytes, are sampled at
 //! quiescent points (nothing in flight): before the first job, after the warm-up, at the middle
 //! and at the end. The last line is `soak_proofs=… answered=… verified=… …`, and the command
 //! fails if a job went unanswered, a proof did not verify, or a job's reservation or pinning
@@ -62,13 +63,17 @@ pub struct Args {
 #[derive(Debug, Clone, Copy)]
 struct Sample {
     rss_kb: u64,
+    /// Heap bytes live (`CUZK_COUNT_HEAP=1`), the exact leak measure.
+    heap: Option<i64>,
     fds: usize,
     vram_reserved: u64,
     host_reserved: u64,
     pinned: usize,
 }
 
+/// The resident set after mimalloc has given its freed pages back.
 fn rss_kb() -> u64 {
+    crate::heap::collect();
     crate::common::proc_status_bytes("VmRSS:").map_or(0, |b| b / 1024)
 }
 
@@ -82,6 +87,7 @@ fn sample(engine: &Engine) -> Result<Sample> {
     let st = engine.status()?;
     Ok(Sample {
         rss_kb: rss_kb(),
+        heap: crate::heap::live_bytes(),
         fds: open_fds(),
         vram_reserved: st.vram.iter().map(|v| v.reserved).sum(),
         host_reserved: st.host.reserved,
@@ -89,10 +95,18 @@ fn sample(engine: &Engine) -> Result<Sample> {
     })
 }
 
+fn heap_mb(s: &Sample) -> String {
+    s.heap
+        .map_or_else(|| "off".into(), |b| format!("{:.2}", b as f64 / MIB))
+}
+
+const MIB: f64 = 1024.0 * 1024.0;
+
 fn print_sample(at: &str, done: usize, s: &Sample) {
     println!(
-        "sample at={at} jobs_done={done} rss_mb={:.1} fds={} vram_reserved={} host_reserved={} pinned_bytes={}",
+        "sample at={at} jobs_done={done} rss_mb={:.1} heap_mb={} fds={} vram_reserved={} host_reserved={} pinned_bytes={}",
         s.rss_kb as f64 / 1024.0,
+        heap_mb(s),
         s.fds,
         s.vram_reserved,
         s.host_reserved,
@@ -273,7 +287,7 @@ pub fn run(a: Args) -> Result<()> {
     let end = at("end").unwrap_or(start);
     let mid = at("middle").unwrap_or(start);
     println!(
-        "soak_proofs={} answered={} verified={} cancelled={} failed={} unanswered={} bad_proofs={} wall_s={wall:.1} rss_begin_mb={:.1} rss_start_mb={:.1} rss_mid_mb={:.1} rss_end_mb={:.1} fds_start={} fds_mid={} fds_end={} vram_reserved_end={} host_reserved_end={} pinned_end={} jobs_left={}",
+        "soak_proofs={} answered={} verified={} cancelled={} failed={} unanswered={} bad_proofs={} wall_s={wall:.1} rss_begin_mb={:.1} rss_start_mb={:.1} rss_mid_mb={:.1} rss_end_mb={:.1} heap_start_mb={} heap_mid_mb={} heap_end_mb={} fds_start={} fds_mid={} fds_end={} vram_reserved_end={} host_reserved_end={} pinned_end={} jobs_left={}",
         a.proofs,
         tally.answered,
         tally.verified,
@@ -285,6 +299,9 @@ pub fn run(a: Args) -> Result<()> {
         start.rss_kb as f64 / 1024.0,
         mid.rss_kb as f64 / 1024.0,
         end.rss_kb as f64 / 1024.0,
+        heap_mb(&start),
+        heap_mb(&mid),
+        heap_mb(&end),
         start.fds,
         mid.fds,
         end.fds,

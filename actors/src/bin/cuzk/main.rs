@@ -12,6 +12,7 @@ mod ctl;
 mod daemon;
 mod filecoin_args;
 mod filecoin_cmd;
+mod heap;
 mod kernels_cmd;
 mod progress;
 mod prove;
@@ -25,9 +26,9 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 /// Synthesis (bellperson gadgets building linear combinations) allocates small vectors on every
-/// synthesis thread at once; mimalloc's per-thread heaps keep them from contending.
+/// synthesis thread at once; mimalloc's per-thread heaps keep them from contending (`heap.rs`).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: heap::Heap = heap::Heap;
 
 #[derive(Parser)]
 #[command(name = "cuzk", version, about = "Groth16 (BLS12-381) proving engine")]
