@@ -70,15 +70,15 @@ impl Dims {
         3 * self.n * FR + 2 * self.scalars()
     }
     /// Host bytes of one partition synthesized witness-only from a held recording, at its peak
-    /// in `prepare`: the witness (inputs and aux), the three MSM scalar splits built from it
-    /// (`l`: aux; `a`, `b`: the variables dense in A and B, inputs included), the dense A and B
-    /// vectors gathered before they are appended, and the 0/1 masks; `a, b, c` are left to the
-    /// backend. (Sized without the gathered copies, a 32 GiB stream was OOM-killed.)
+    /// in `prepare`: the witness (inputs and aux), the three MSM scalar splits built from it at
+    /// their exact sizes (`l`: aux; `a`, `b`: the variables dense in A and B, inputs included),
+    /// the 0/1 masks, and the A and B density bitmaps of the witness; `a, b, c` are left to the
+    /// backend. `tests/host_size.rs` measures the real peak against it.
     pub fn host_recorded(&self) -> u64 {
         let splits = (self.aux + self.a + self.b) * FR;
-        let gathered = (self.a + self.b) * FR;
         let masks = (self.aux + self.a + self.b).div_ceil(8);
-        self.aux * FR + splits + gathered + masks
+        let densities = (2 * self.aux + self.a).div_ceil(8);
+        self.aux * FR + splits + masks + densities
     }
     pub fn device(&self, tier: Tier, srs_resident: bool) -> u64 {
         match tier {

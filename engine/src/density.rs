@@ -86,7 +86,8 @@ impl BitVec {
 
 impl FromIterator<bool> for BitVec {
     fn from_iter<I: IntoIterator<Item = bool>>(iter: I) -> Self {
-        let mut v = BitVec::default();
+        let iter = iter.into_iter();
+        let mut v = BitVec::with_capacity(iter.size_hint().0);
         for b in iter {
             v.push_clear();
             if b {

@@ -135,11 +135,14 @@ pub fn splits(
     aux: Vec<Scalar>,
     [a_aux, b_in, b_aux]: [&BitVec; 3],
 ) -> (Split, Split, Split) {
-    let dense = |bits: &BitVec, v: &[Scalar]| bits.ones().map(|i| v[i]).collect::<Vec<_>>();
-    let mut a_query = inputs.to_vec();
-    a_query.extend(dense(a_aux, &aux));
-    let mut b_query = dense(b_in, inputs);
-    b_query.extend(dense(b_aux, &aux));
+    // Each built at its exact size, with no gathered copy on the way: a partition's host memory
+    // at its peak is the witness and the three splits (`Dims::host_recorded` in cuzk-actors).
+    let mut a_query = Vec::with_capacity(inputs.len() + a_aux.count_ones());
+    a_query.extend_from_slice(inputs);
+    a_query.extend(a_aux.ones().map(|i| aux[i]));
+    let mut b_query = Vec::with_capacity(b_in.count_ones() + b_aux.count_ones());
+    b_query.extend(b_in.ones().map(|i| inputs[i]));
+    b_query.extend(b_aux.ones().map(|i| aux[i]));
     let (l, (a_query, b_query)) = rayon::join(
         || Split::new(aux),
         || rayon::join(|| Split::new(a_query), || Split::new(b_query)),
@@ -245,9 +248,11 @@ pub fn prepare(
         // The recorded path: the MSM scalar splits are built here, on the synthesis thread (in
         // parallel across partitions), so the one upload thread per GPU only copies; the products
         // `a`, `b`, `c` are left to the backend.
-        let dens = d.0.densities();
-        let (l, a_query, b_query) =
-            splits(&asg.inputs, asg.aux.clone(), [&dens[0], &dens[1], &dens[2]]);
+        let (l, a_query, b_query) = splits(
+            &asg.inputs,
+            asg.aux.clone(),
+            [&asg.a_aux_density, &asg.b_input_density, &asg.b_aux_density],
+        );
         return Ok(Prepared {
             index,
             a: Vec::new(),

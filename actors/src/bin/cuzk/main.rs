@@ -28,7 +28,7 @@ use clap::{Parser, Subcommand};
 /// Synthesis (bellperson gadgets building linear combinations) allocates small vectors on every
 /// synthesis thread at once; mimalloc's per-thread heaps keep them from contending (`heap.rs`).
 #[global_allocator]
-static ALLOCATOR: heap::Heap = heap::Heap;
+static ALLOCATOR: heap::Heap = heap::Heap::from_env();
 
 #[derive(Parser)]
 #[command(name = "cuzk", version, about = "Groth16 (BLS12-381) proving engine")]

@@ -1,0 +1,81 @@
+//! The host memory the dispatcher admits a partition for is what it really takes. A real 2 KiB
+//! PoRep partition is synthesized witness-only against its recording and prepared, exactly as
+//! the dispatcher does it, under an allocator that keeps the exact high-water mark of live heap
+//! bytes (`bin/cuzk/heap.rs`, `Heap::peak`). The peak above what was live before must fit
+//! `Dims::host_recorded`, which the dispatcher admits against `MemAvailable`: an estimate below
+//! the peak is how a 32 GiB stream got OOM-killed. And the estimate must not be far above it,
+//! or fewer partitions synthesize at once than memory allows.
+#![cfg(feature = "filecoin")]
+
+mod common;
+
+#[path = "../src/bin/cuzk/heap.rs"]
+mod heap;
+
+#[global_allocator]
+static ALLOCATOR: heap::Heap = heap::Heap::peak();
+
+use std::sync::Arc;
+
+use cuzk_actors::job::Synthesis;
+use cuzk_actors::tier::Dims;
+use cuzk_actors::Priority;
+use cuzk_engine::prover::prepare;
+use cuzk_engine::synth::Shape;
+use cuzk_engine::ProveOptions;
+use cuzk_filecoin::{params, Registered};
+use cuzk_srs::{OpenOptions, Srs};
+
+/// Synthesizes and prepares partition 0 of the fixture's PoRep as the dispatcher does; the
+/// bytes live at the peak above those live before, and the bytes the prepared partition holds.
+fn synthesize_and_prepare(f: &common::Fixture, srs: &Arc<Srs>, recorded: bool) -> (i64, i64) {
+    let parsed = f.sector.porep_request().parse().unwrap();
+    let mut spec = cuzk_actors::filecoin::job_spec(parsed, srs.clone(), Priority::Normal).unwrap();
+    let how = (spec.synthesis)();
+    assert_eq!(how == Synthesis::Recorded, recorded, "{how:?}");
+    let synth = spec.partitions.remove(0);
+    let hint = Shape {
+        constraints: srs.domain_size(),
+        inputs: srs.num_inputs(),
+        aux: srs.l().len(),
+    };
+    let before = heap::live_bytes().unwrap();
+    heap::reset_peak();
+    let prepared = synth(hint)
+        .and_then(|asg| prepare(0, asg, srs, &ProveOptions::default()))
+        .unwrap();
+    let peak = heap::peak_bytes().unwrap() - before;
+    let held = heap::live_bytes().unwrap() - before;
+    drop(prepared);
+    (peak, held)
+}
+
+#[test]
+fn a_witness_only_partition_takes_no_more_host_memory_than_it_is_admitted_for() {
+    let f = common::fixture(None);
+    let path = params::locate(Registered::Seal(common::SEAL), &f.params).unwrap();
+    let srs = Arc::new(Srs::open(&path, &OpenOptions::default()).unwrap());
+    // The first partition records the shape (or maps its recording's file).
+    let _ = synthesize_and_prepare(&f, &srs, false);
+    let (peak, held) = synthesize_and_prepare(&f, &srs, true);
+    let admitted = Dims::of(&srs).host_recorded() as i64;
+    let mib = |b: i64| b as f64 / (1 << 20) as f64;
+    eprintln!(
+        "witness-only partition: peak {:.1} MiB, held after prepare {:.1} MiB, admitted for {:.1} MiB",
+        mib(peak),
+        mib(held),
+        mib(admitted)
+    );
+    assert!(
+        peak <= admitted,
+        "peak {:.1} MiB above the {:.1} MiB admitted",
+        mib(peak),
+        mib(admitted)
+    );
+    assert!(
+        admitted <= peak + peak / 4,
+        "admitted for {:.1} MiB, more than 1.25 × the {:.1} MiB peak",
+        mib(admitted),
+        mib(peak)
+    );
+}
