@@ -24,7 +24,7 @@ use cuzk_engine::prover::prepare;
 use cuzk_engine::synth::Shape;
 use cuzk_engine::ProveOptions;
 use cuzk_filecoin::{params, Registered};
-use cuzk_srs::{OpenOptions, Srs};
+use cuzk_srs::{CacheMode, OpenOptions, Srs};
 
 /// Synthesizes and prepares partition 0 of the fixture's PoRep as the dispatcher does; the
 /// bytes live at the peak above those live before, and the bytes the prepared partition holds.
@@ -51,15 +51,36 @@ fn synthesize_and_prepare(f: &common::Fixture, srs: &Arc<Srs>, recorded: bool) -
 }
 
 #[test]
-fn a_witness_only_partition_takes_no_more_host_memory_than_it_is_admitted_for() {
+fn partitions_take_no_more_host_memory_than_they_are_admitted_for() {
     let f = common::fixture(None);
     let path = params::locate(Registered::Seal(common::SEAL), &f.params).unwrap();
-    let srs = Arc::new(Srs::open(&path, &OpenOptions::default()).unwrap());
-    // The first partition records the shape (or maps its recording's file).
-    let _ = synthesize_and_prepare(&f, &srs, false);
+    // Decoded into memory, with no decode cache and so no recording file beside it: the first
+    // partition really records the shape.
+    let opts = OpenOptions {
+        cache: CacheMode::Off,
+        ..OpenOptions::default()
+    };
+    let srs = Arc::new(Srs::open(&path, &opts).unwrap());
+    let mib = |b: i64| b as f64 / (1 << 20) as f64;
+
+    // Recording: admitted for a full synthesis (`Dims::host`); the recording is built on the way.
+    let (peak, held) = synthesize_and_prepare(&f, &srs, false);
+    let admitted = Dims::of(&srs).host() as i64;
+    eprintln!(
+        "recording partition: peak {:.1} MiB, held after prepare {:.1} MiB (the recording included), admitted for {:.1} MiB",
+        mib(peak),
+        mib(held),
+        mib(admitted)
+    );
+    assert!(
+        peak <= admitted,
+        "recording: peak {:.1} MiB above the {:.1} MiB admitted",
+        mib(peak),
+        mib(admitted)
+    );
+
     let (peak, held) = synthesize_and_prepare(&f, &srs, true);
     let admitted = Dims::of(&srs).host_recorded() as i64;
-    let mib = |b: i64| b as f64 / (1 << 20) as f64;
     eprintln!(
         "witness-only partition: peak {:.1} MiB, held after prepare {:.1} MiB, admitted for {:.1} MiB",
         mib(peak),
