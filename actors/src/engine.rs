@@ -308,6 +308,7 @@ impl Engine {
         resident: Option<u64>,
     ) -> Result<(Engine, String), String> {
         let e = &settings.engine;
+        cuzk_engine::gpu::device::set_blocking_waits(e.gpu_wait == crate::settings::GpuWait::Block);
         let dev = devices::open_on(
             e.backend,
             e.srs_residency,

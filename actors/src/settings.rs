@@ -100,6 +100,16 @@ impl std::str::FromStr for BackendChoice {
     }
 }
 
+/// How a host thread waits for a GPU (`engine.gpu_wait`).
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum GpuWait {
+    /// Sleep until the GPU signals: the core is free for synthesis meanwhile.
+    Block,
+    /// The driver's default: spin while the process has fewer contexts than cores.
+    Spin,
+}
+
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Residency {
@@ -121,6 +131,7 @@ pub struct EngineSection {
     pub synth_threads: usize,
     pub pin_chunk_mib: u64,
     pub srs_residency: Residency,
+    pub gpu_wait: GpuWait,
     pub self_verify: bool,
     pub device_fail_limit: u32,
     /// The CUDA devices the engine opens, by ordinal (relative to `CUDA_VISIBLE_DEVICES` when
@@ -376,6 +387,10 @@ mod tests {
         );
         let cfg = d.engine_config(&[8 << 30]);
         assert_eq!(cfg.vram_budget, vec![(8 << 30) - (512 << 20)]);
+        assert_eq!(
+            (d.engine.gpu_wait, cfg.timeline_spans),
+            (GpuWait::Block, crate::timeline::MAX_SPANS)
+        );
 
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("c.toml");
@@ -390,12 +405,16 @@ mod tests {
                 "1024".to_string(),
             ),
             ("CUZK_SRS__CACHE_DIR".to_string(), "/c".to_string()),
+            ("CUZK_ENGINE__GPU_WAIT".to_string(), "spin".to_string()),
+            ("CUZK_ENGINE__TIMELINE_SPANS".to_string(), "256".to_string()),
         ];
         let s = Settings::load_with_env(Some(&f), env).unwrap();
         assert_eq!(
             (s.engine.gpu_workers_per_device, s.engine.backend),
             (2, BackendChoice::Cpu)
         );
+        assert_eq!(s.engine.gpu_wait, GpuWait::Spin);
+        assert_eq!(s.engine_config(&[8 << 30]).timeline_spans, 256);
         let cfg = s.engine_config(&[8 << 30, 4 << 30]);
         assert_eq!(cfg.vram_budget, vec![1 << 30, 1 << 30]);
         assert_eq!(cfg.srs_open.cache, CacheMode::Dir("/c".into()));

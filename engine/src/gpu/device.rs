@@ -1,6 +1,7 @@
 //! Device detection, context and stream, and the loaded kernel modules.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use cudarc::driver::{sys as dsys, CudaContext, CudaFunction, CudaStream, LaunchConfig};
@@ -9,6 +10,27 @@ use cudarc::nvrtc::Ptx;
 use super::nvrtc::{compile_all, nvrtc_present, Compiled};
 use super::sources::Module;
 use super::{backend_err, Result};
+
+/// Whether host threads sleep while they wait for a GPU (the default) rather than spin.
+static BLOCKING_WAITS: AtomicBool = AtomicBool::new(true);
+
+/// How host threads wait for the GPUs opened after this call: `true` (the default) sleeps on
+/// the driver's synchronisation primitive (`CU_CTX_SCHED_BLOCKING_SYNC`, and waited-on events
+/// created `CU_EVENT_BLOCKING_SYNC`), so a thread waiting for a partition's kernels leaves its
+/// core to synthesis; `false` leaves the driver's choice, which spins while the process has
+/// fewer contexts than cores. Process-wide, as the primary context it sets is.
+pub fn set_blocking_waits(on: bool) {
+    BLOCKING_WAITS.store(on, Ordering::Relaxed);
+}
+
+/// The flags of an event a host thread will wait on.
+pub fn wait_event_flags() -> dsys::CUevent_flags {
+    if BLOCKING_WAITS.load(Ordering::Relaxed) {
+        dsys::CUevent_flags::CU_EVENT_BLOCKING_SYNC
+    } else {
+        dsys::CUevent_flags::CU_EVENT_DEFAULT
+    }
+}
 
 /// Checks, without panicking, that the driver library, a GPU and NVRTC are all present.
 /// `Err` names the missing piece.
@@ -112,6 +134,12 @@ impl GpuDevice {
         probe().map_err(backend_err)?;
         let ctx = CudaContext::new(ordinal)
             .map_err(|e| backend_err(format!("cuCtxCreate on GPU {ordinal}: {e:?}")))?;
+        if BLOCKING_WAITS.load(Ordering::Relaxed) {
+            if let Err(e) = ctx.set_blocking_synchronize() {
+                // Only a cost: waiting threads then spin.
+                log::warn!("GPU {ordinal}: blocking synchronisation not set ({e:?}); waits spin");
+            }
+        }
         let name = ctx
             .name()
             .map_err(|e| backend_err(format!("device name of GPU {ordinal}: {e:?}")))?;
@@ -224,14 +252,11 @@ impl GpuDevice {
         Ok(*at + std::time::Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3))
     }
 
-    /// A timing event recorded now on this device's stream.
+    /// A timing event recorded now on this device's stream (a host thread may wait on it).
     pub fn mark(&self) -> Result<cudarc::driver::CudaEvent> {
-        let ev = self
-            .ctx
-            .new_event(Some(dsys::CUevent_flags::CU_EVENT_DEFAULT))
-            .map_err(|e| {
-                backend_err(format!("creating an event on GPU {}: {e:?}", self.ordinal))
-            })?;
+        let ev = self.ctx.new_event(Some(wait_event_flags())).map_err(|e| {
+            backend_err(format!("creating an event on GPU {}: {e:?}", self.ordinal))
+        })?;
         ev.record(&self.stream).map_err(|e| {
             backend_err(format!("recording an event on GPU {}: {e:?}", self.ordinal))
         })?;

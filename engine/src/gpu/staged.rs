@@ -183,7 +183,7 @@ impl PipelinedGpu {
                     })?;
                     let ev = self
                         .copy
-                        .record_event(None)
+                        .record_event(Some(super::device::wait_event_flags()))
                         .map_err(|e| backend_err(format!("upload of {what}: event: {e:?}")))?;
                     busy.borrow_mut()[i] = Some(ev);
                     Ok(())
