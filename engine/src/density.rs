@@ -1,5 +1,12 @@
 //! Growable bitmaps: the density trackers of synthesis and the "scalar is one" masks of the 0/1 split.
 
+use std::mem::MaybeUninit;
+
+use rayon::prelude::*;
+
+/// Words per piece of the parallel gather (2^18 bits).
+const GATHER_WORDS: usize = 1 << 12;
+
 /// A bitmap, LSB first within 64-bit words (the layout the `Backend` trait's `Bitmap` uses).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BitVec {
@@ -73,6 +80,66 @@ impl BitVec {
             })
         })
     }
+    /// A bitmap with bit `i` set where `keep(&v[i])`, built in parallel (64 elements a word).
+    pub fn of<T: Sync>(v: &[T], keep: impl Fn(&T) -> bool + Sync) -> BitVec {
+        let words = v
+            .par_chunks(64)
+            .with_min_len(64)
+            .map(|c| {
+                c.iter()
+                    .enumerate()
+                    .fold(0u64, |w, (k, x)| w | (u64::from(keep(x)) << k))
+            })
+            .collect();
+        BitVec {
+            words,
+            len: v.len(),
+        }
+    }
+
+    /// Appends `src[i]` for every set bit `i`, in order, to `out`, in parallel: each piece of
+    /// the bitmap writes its own range of `out`, found from the pieces' counts. `out` grows by
+    /// exactly the count; no temporary is allocated. Every set bit must index into `src`.
+    pub fn gather_into<T: Copy + Send + Sync>(&self, src: &[T], out: &mut Vec<T>) {
+        let pieces: Vec<&[u64]> = self.words.chunks(GATHER_WORDS).collect();
+        let counts: Vec<usize> = pieces
+            .par_iter()
+            .map(|p| p.iter().map(|w| w.count_ones() as usize).sum())
+            .collect();
+        let total: usize = counts.iter().sum();
+        out.reserve_exact(total);
+        let mut spare = &mut out.spare_capacity_mut()[..total];
+        let mut targets: Vec<&mut [MaybeUninit<T>]> = Vec::with_capacity(pieces.len());
+        for &n in &counts {
+            let (head, rest) = spare.split_at_mut(n);
+            targets.push(head);
+            spare = rest;
+        }
+        pieces
+            .into_par_iter()
+            .zip(targets)
+            .enumerate()
+            .for_each(|(p, (words, target))| {
+                let base = p * GATHER_WORDS * 64;
+                let ones = words.iter().enumerate().flat_map(|(w, &word)| {
+                    let mut bits = word;
+                    std::iter::from_fn(move || {
+                        (bits != 0).then(|| {
+                            let b = bits.trailing_zeros() as usize;
+                            bits &= bits - 1;
+                            base + w * 64 + b
+                        })
+                    })
+                });
+                for (slot, i) in target.iter_mut().zip(ones) {
+                    slot.write(src[i]);
+                }
+            });
+        // SAFETY: the targets tile `out`'s first `total` spare slots, and each piece wrote one
+        // slot per set bit of its words, which is exactly its count: all `total` are initialized.
+        unsafe { out.set_len(out.len() + total) };
+    }
+
     /// Appends `other`'s bits; `skip_first` drops its bit 0 (bellperson's `extend` for inputs).
     pub fn extend_from(&mut self, other: &BitVec, skip_first: bool) {
         for i in usize::from(skip_first)..other.len {
@@ -95,5 +162,55 @@ impl FromIterator<bool> for BitVec {
             }
         }
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    fn sequential<T: Copy>(bits: &BitVec, src: &[T]) -> Vec<T> {
+        bits.ones().map(|i| src[i]).collect()
+    }
+
+    #[test]
+    fn the_parallel_gather_and_mask_equal_the_sequential_ones() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let piece = GATHER_WORDS * 64;
+        // Empty, under a word, across piece boundaries, and density from none to all.
+        for len in [
+            0,
+            1,
+            63,
+            64,
+            65,
+            piece - 1,
+            piece,
+            piece + 1,
+            3 * piece + 17,
+        ] {
+            for density in [0.0, 0.01, 0.5, 1.0] {
+                let src: Vec<u64> = (0..len).map(|_| rng.gen()).collect();
+                let bits: BitVec = (0..len).map(|_| rng.gen_bool(density)).collect();
+                let mut out = vec![1, 2, 3];
+                bits.gather_into(&src, &mut out);
+                assert_eq!(&out[..3], &[1, 2, 3]);
+                assert_eq!(
+                    out[3..],
+                    sequential(&bits, &src),
+                    "len {len} density {density}"
+                );
+                assert_eq!(
+                    out.capacity(),
+                    out.len(),
+                    "len {len}: not built at its size"
+                );
+
+                let mask = BitVec::of(&src, |x| x % 3 == 0);
+                let expect: BitVec = src.iter().map(|x| x % 3 == 0).collect();
+                assert_eq!(mask, expect, "len {len}");
+            }
+        }
     }
 }

@@ -63,7 +63,7 @@ pub struct Split {
 
 impl Split {
     pub fn new(mut scalars: Vec<Scalar>) -> Split {
-        let ones: BitVec = scalars.iter().map(|s| *s == Scalar::ONE).collect();
+        let ones = BitVec::of(&scalars, |s| *s == Scalar::ONE);
         if ones.count_ones() > 0 {
             scalars
                 .par_iter_mut()
@@ -139,10 +139,10 @@ pub fn splits(
     // at its peak is the witness and the three splits (`Dims::host_recorded` in cuzk-actors).
     let mut a_query = Vec::with_capacity(inputs.len() + a_aux.count_ones());
     a_query.extend_from_slice(inputs);
-    a_query.extend(a_aux.ones().map(|i| aux[i]));
+    a_aux.gather_into(&aux, &mut a_query);
     let mut b_query = Vec::with_capacity(b_in.count_ones() + b_aux.count_ones());
-    b_query.extend(b_in.ones().map(|i| inputs[i]));
-    b_query.extend(b_aux.ones().map(|i| aux[i]));
+    b_in.gather_into(inputs, &mut b_query);
+    b_aux.gather_into(&aux, &mut b_query);
     let (l, (a_query, b_query)) = rayon::join(
         || Split::new(aux),
         || rayon::join(|| Split::new(a_query), || Split::new(b_query)),
@@ -248,9 +248,10 @@ pub fn prepare(
         // The recorded path: the MSM scalar splits are built here, on the synthesis thread (in
         // parallel across partitions), so the one upload thread per GPU only copies; the products
         // `a`, `b`, `c` are left to the backend.
+        // `l` zeroes the ones of its own copy; the witness stays whole for the products.
         let (l, a_query, b_query) = splits(
             &asg.inputs,
-            asg.aux.clone(),
+            asg.aux.par_iter().copied().collect(),
             [&asg.a_aux_density, &asg.b_input_density, &asg.b_aux_density],
         );
         return Ok(Prepared {
