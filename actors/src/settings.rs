@@ -364,7 +364,7 @@ impl Settings {
             vram_reserve: mib(e.vram_reserve_mib),
             host_memory: crate::host_memory::HostMemory::system(),
             host_reserve: mib(e.host_reserve_mib),
-            timeline_spans: e.timeline_spans.max(1),
+            timeline_spans: e.timeline_spans,
         }
     }
 }

@@ -50,6 +50,36 @@ fn synthesize_and_prepare(f: &common::Fixture, srs: &Arc<Srs>, recorded: bool) -
     (peak, held)
 }
 
+fn mib(b: i64) -> f64 {
+    b as f64 / (1 << 20) as f64
+}
+
+/// [`synthesize_and_prepare`], its figures printed, and its peak checked against `admitted`;
+/// the peak and `admitted`.
+fn measured(
+    f: &common::Fixture,
+    srs: &Arc<Srs>,
+    recorded: bool,
+    what: &str,
+    admitted: u64,
+) -> (i64, i64) {
+    let (peak, held) = synthesize_and_prepare(f, srs, recorded);
+    let admitted = admitted as i64;
+    eprintln!(
+        "{what} partition: peak {:.1} MiB, held after prepare {:.1} MiB, admitted for {:.1} MiB",
+        mib(peak),
+        mib(held),
+        mib(admitted)
+    );
+    assert!(
+        peak <= admitted,
+        "{what}: peak {:.1} MiB above the {:.1} MiB admitted",
+        mib(peak),
+        mib(admitted)
+    );
+    (peak, admitted)
+}
+
 #[test]
 fn partitions_take_no_more_host_memory_than_they_are_admitted_for() {
     let f = common::fixture(None);
@@ -61,37 +91,17 @@ fn partitions_take_no_more_host_memory_than_they_are_admitted_for() {
         ..OpenOptions::default()
     };
     let srs = Arc::new(Srs::open(&path, &opts).unwrap());
-    let mib = |b: i64| b as f64 / (1 << 20) as f64;
 
-    // Recording: admitted for a full synthesis (`Dims::host`); the recording is built on the way.
-    let (peak, held) = synthesize_and_prepare(&f, &srs, false);
-    let admitted = Dims::of(&srs).host() as i64;
-    eprintln!(
-        "recording partition: peak {:.1} MiB, held after prepare {:.1} MiB (the recording included), admitted for {:.1} MiB",
-        mib(peak),
-        mib(held),
-        mib(admitted)
-    );
-    assert!(
-        peak <= admitted,
-        "recording: peak {:.1} MiB above the {:.1} MiB admitted",
-        mib(peak),
-        mib(admitted)
-    );
+    // Recording: admitted for a full synthesis (`Dims::host`); the recording is built on the way
+    // (and held after, in the recording cache).
+    measured(&f, &srs, false, "recording", Dims::of(&srs).host());
 
-    let (peak, held) = synthesize_and_prepare(&f, &srs, true);
-    let admitted = Dims::of(&srs).host_recorded() as i64;
-    eprintln!(
-        "witness-only partition: peak {:.1} MiB, held after prepare {:.1} MiB, admitted for {:.1} MiB",
-        mib(peak),
-        mib(held),
-        mib(admitted)
-    );
-    assert!(
-        peak <= admitted,
-        "peak {:.1} MiB above the {:.1} MiB admitted",
-        mib(peak),
-        mib(admitted)
+    let (peak, admitted) = measured(
+        &f,
+        &srs,
+        true,
+        "witness-only",
+        Dims::of(&srs).host_recorded(),
     );
     assert!(
         admitted <= peak + peak / 4,

@@ -68,17 +68,7 @@ impl BitVec {
     }
     /// Indices of the set bits, in order.
     pub fn ones(&self) -> impl Iterator<Item = usize> + '_ {
-        self.words.iter().enumerate().flat_map(|(w, &word)| {
-            let mut bits = word;
-            std::iter::from_fn(move || {
-                if bits == 0 {
-                    return None;
-                }
-                let b = bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                Some(w * 64 + b)
-            })
-        })
+        set_bits(&self.words, 0)
     }
     /// A bitmap with bit `i` set where `keep(&v[i])`, built in parallel (64 elements a word).
     pub fn of<T: Sync>(v: &[T], keep: impl Fn(&T) -> bool + Sync) -> BitVec {
@@ -120,18 +110,10 @@ impl BitVec {
             .zip(targets)
             .enumerate()
             .for_each(|(p, (words, target))| {
-                let base = p * GATHER_WORDS * 64;
-                let ones = words.iter().enumerate().flat_map(|(w, &word)| {
-                    let mut bits = word;
-                    std::iter::from_fn(move || {
-                        (bits != 0).then(|| {
-                            let b = bits.trailing_zeros() as usize;
-                            bits &= bits - 1;
-                            base + w * 64 + b
-                        })
-                    })
-                });
-                for (slot, i) in target.iter_mut().zip(ones) {
+                for (slot, i) in target
+                    .iter_mut()
+                    .zip(set_bits(words, p * GATHER_WORDS * 64))
+                {
                     slot.write(src[i]);
                 }
             });
@@ -149,6 +131,20 @@ impl BitVec {
             }
         }
     }
+}
+
+/// Indices of the set bits of `words`, in order, counted from bit index `base`.
+fn set_bits(words: &[u64], base: usize) -> impl Iterator<Item = usize> + '_ {
+    words.iter().enumerate().flat_map(move |(w, &word)| {
+        let mut bits = word;
+        std::iter::from_fn(move || {
+            (bits != 0).then(|| {
+                let b = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                base + w * 64 + b
+            })
+        })
+    })
 }
 
 impl FromIterator<bool> for BitVec {
