@@ -12,6 +12,7 @@ use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
 
 use crate::error::FilecoinError;
+use crate::porep_circuit::{ChallengeInputs, Glue};
 use crate::porep_witness::{parallel_witness, PoRepPartition};
 use crate::registered::Registered;
 use crate::shape::with_shape;
@@ -46,7 +47,14 @@ impl PoRepInput {
     /// Hands the partition circuits to `sink`.
     pub fn build<S: CircuitSink>(self, sink: S) -> Result<S::Out, FilecoinError> {
         let size = u64::from(self.c1.registered_proof.sector_size());
-        with_shape!(size, build_shaped<S>, self.c1, sink)
+        with_shape!(size, build_shaped<S>, self.c1, sink, Cut::Ours)
+    }
+
+    /// Hands filecoin-proofs' own partition circuits (`StackedCompound::circuit`, its SHA-256
+    /// gadget) to `sink`: the generic path the proving circuits are checked and measured against.
+    pub fn build_reference<S: CircuitSink>(self, sink: S) -> Result<S::Out, FilecoinError> {
+        let size = u64::from(self.c1.registered_proof.sector_size());
+        with_shape!(size, build_shaped<S>, self.c1, sink, Cut::FilecoinProofs)
     }
 }
 
@@ -92,9 +100,19 @@ fn public_params<Tree: 'static + MerkleTreeTrait>(
     .map_err(FilecoinError::proofs("PoRep public parameters"))
 }
 
+/// Whose partition circuit `build_shaped` makes.
+#[derive(Clone, Copy, PartialEq)]
+enum Cut {
+    /// `porep_circuit`, challenges synthesized in parallel (what is proved).
+    Ours,
+    /// filecoin-proofs' `StackedCircuit`.
+    FilecoinProofs,
+}
+
 fn build_shaped<Tree: 'static + MerkleTreeTrait, S: CircuitSink>(
     c1: SealCommitPhase1Output,
     sink: S,
+    cut: Cut,
 ) -> Result<S::Out, FilecoinError> {
     let registered = c1.registered_proof;
     let config = registered.as_v1_config();
@@ -170,14 +188,25 @@ fn build_shaped<Tree: 'static + MerkleTreeTrait, S: CircuitSink>(
                 format!("partition {k}: its challenge proofs disagree on comm_r_last or comm_c"),
             ));
         }
-        circuits.push(PoRepPartition::<Tree> {
-            replica_id,
-            comm_d: comm_d_safe,
-            comm_r: comm_r_safe,
-            comm_r_last,
-            comm_c,
-            proofs: proofs.clone(),
-        });
+        let challenges = (cut == Cut::Ours)
+            .then_some(proofs)
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .map(|(i, p)| {
+                ChallengeInputs::of::<Tree>(p).map_err(|e| {
+                    FilecoinError::invalid(what, format!("partition {k}, challenge {i}: {e}"))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let glue = Glue {
+            replica_id: replica_id.into(),
+            comm_d: comm_d_safe.into(),
+            comm_r: comm_r_safe.into(),
+            comm_r_last: comm_r_last.into(),
+            comm_c: comm_c.into(),
+        };
+        circuits.push(PoRepPartition::<Tree>::new(glue, challenges));
         public_inputs.push(
             StackedCompound::<Tree, DefaultPieceHasher>::generate_public_inputs(
                 &pub_in,
@@ -188,6 +217,27 @@ fn build_shaped<Tree: 'static + MerkleTreeTrait, S: CircuitSink>(
                 "PoRep partition {k} public inputs"
             )))?,
         );
+    }
+    if cut == Cut::FilecoinProofs {
+        let circuits = (vanilla_proofs.iter().enumerate())
+            .map(|(k, proofs)| {
+                StackedCompound::<Tree, DefaultPieceHasher>::circuit(
+                    &pub_in,
+                    (),
+                    proofs,
+                    &pp.vanilla_params,
+                    Some(k),
+                )
+                .map_err(FilecoinError::proofs(format!(
+                    "PoRep partition {k} circuit"
+                )))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        return Ok(sink.take(Partitions {
+            circuits,
+            public_inputs,
+            parallel_witness: None,
+        }));
     }
     Ok(sink.take(Partitions {
         circuits,

@@ -4,8 +4,8 @@
 //!
 //! The partition's glue (replica id and its bits, comm_d, comm_r, comm_r_last, comm_c, the
 //! comm_r hash) comes first in the recording, then one `challenge_<i>` namespace per challenge.
-//! Each challenge thread runs filecoin-proofs' own `StackedCircuit::synthesize` with that one
-//! challenge through [`SkipGlue`], which maps the glue it allocates again onto the glue's own
+//! Each challenge thread runs the partition circuit (`porep_circuit`, filecoin-proofs' own cut)
+//! with that one challenge through [`SkipGlue`], which maps the glue it allocates again onto the glue's own
 //! variables (computing, not storing, its values) and writes the challenge's variables into the
 //! challenge's range. Every piece must fill exactly its recorded range and constraint count, and
 //! the assignment still goes through `prepare`'s row check and self-verification.
@@ -14,45 +14,41 @@ use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisE
 use blstrs::Scalar;
 use cuzk_engine::recorded::{Mark, Recording, Values, Witness, WitnessPiece};
 use cuzk_engine::EngineError;
-use filecoin_hashers::Hasher;
-use filecoin_proofs::constants::DefaultPieceHasher;
-use filecoin_proofs::types::{MerkleTreeTrait, VanillaSealProof as RawProof};
+use filecoin_proofs::types::MerkleTreeTrait;
 use rayon::prelude::*;
-use storage_proofs_porep::stacked::StackedCircuit;
+use std::marker::PhantomData;
+
+use crate::porep_circuit::{self, ChallengeInputs, Glue};
 
 /// One PoRep partition: what `StackedCompound::circuit` puts in a `StackedCircuit`, kept apart
-/// so that its challenges can be synthesized one by one.
+/// so that its challenges can be synthesized one by one, and synthesized by `porep_circuit`.
 pub struct PoRepPartition<Tree: 'static + MerkleTreeTrait> {
-    pub replica_id: <Tree::Hasher as Hasher>::Domain,
-    pub comm_d: <DefaultPieceHasher as Hasher>::Domain,
-    pub comm_r: <Tree::Hasher as Hasher>::Domain,
-    pub comm_r_last: <Tree::Hasher as Hasher>::Domain,
-    pub comm_c: <Tree::Hasher as Hasher>::Domain,
-    pub proofs: Vec<RawProof<Tree>>,
+    pub glue: Glue,
+    pub challenges: Vec<ChallengeInputs>,
+    _tree: PhantomData<Tree>,
 }
 
 impl<Tree: 'static + MerkleTreeTrait> PoRepPartition<Tree> {
+    pub fn new(glue: Glue, challenges: Vec<ChallengeInputs>) -> Self {
+        PoRepPartition {
+            glue,
+            challenges,
+            _tree: PhantomData,
+        }
+    }
+
     fn synthesize_with<CS: ConstraintSystem<Scalar>>(
         &self,
-        cs: CS,
-        proofs: Vec<RawProof<Tree>>,
+        mut cs: CS,
+        challenges: &[ChallengeInputs],
     ) -> Result<(), SynthesisError> {
-        StackedCircuit::<Tree, DefaultPieceHasher>::synthesize(
-            cs,
-            Some(self.replica_id),
-            Some(self.comm_d),
-            Some(self.comm_r),
-            Some(self.comm_r_last),
-            Some(self.comm_c),
-            proofs.into_iter().map(Into::into).collect(),
-        )
+        porep_circuit::synthesize::<Tree, _>(&mut cs, &self.glue, challenges)
     }
 }
 
 impl<Tree: 'static + MerkleTreeTrait> Circuit<Scalar> for PoRepPartition<Tree> {
     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
-        let proofs = self.proofs.clone();
-        self.synthesize_with(cs, proofs)
+        self.synthesize_with(cs, &self.challenges)
     }
 }
 
@@ -69,7 +65,7 @@ pub fn parallel_witness<Tree: 'static + MerkleTreeTrait>(
     rec: &Recording,
     index: usize,
 ) -> Result<Values, EngineError> {
-    let n = p.proofs.len();
+    let n = p.challenges.len();
     let marks: Vec<&Mark> = (0..n)
         .map(|i| {
             rec.mark(&format!("challenge_{i}")).ok_or_else(|| {
@@ -114,20 +110,20 @@ pub fn parallel_witness<Tree: 'static + MerkleTreeTrait>(
             source: e,
         };
         let glue_run = || -> Result<(), EngineError> {
-            p.synthesize_with(&mut glue_piece, vec![]).map_err(synth)?;
+            p.synthesize_with(&mut glue_piece, &[]).map_err(synth)?;
             glue_piece.finish(index)
         };
         let run = || -> Result<(), EngineError> {
             challenges
                 .into_par_iter()
-                .zip(p.proofs.par_iter())
+                .zip(p.challenges.par_iter())
                 .try_for_each(|((_, mut piece), proof)| {
                     let mut cs = SkipGlue {
                         piece: &mut piece,
                         glue: sizes,
                         seen: (0, 0, 0),
                     };
-                    p.synthesize_with(&mut cs, vec![proof.clone()])
+                    p.synthesize_with(&mut cs, std::slice::from_ref(proof))
                         .map_err(synth)?;
                     if cs.seen != (sizes.0, sizes.1, sizes.2) {
                         return Err(mismatch(

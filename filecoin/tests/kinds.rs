@@ -502,3 +502,23 @@ fn porep_challenges_synthesized_in_parallel_give_the_same_assignment() {
         .unwrap()
         .is_err());
 }
+
+#[test]
+fn porep_circuit_is_filecoin_proofs_own_value_for_value() {
+    // cuzk's cut of the partition circuit (its labels' SHA-256 lean) against filecoin-proofs'
+    // `StackedCircuit`: the same system, the same witness, on two sectors.
+    for s in [&sectors().a, &sectors().b] {
+        let req = parsed(s.porep_request());
+        let (ours_rec, ours) = req.clone().build(Record).unwrap();
+        let Parsed::PoRep(input) = req else {
+            panic!("a PoRep request")
+        };
+        let (theirs_rec, theirs) = input.build_reference(Record).unwrap();
+        assert_eq!(theirs_rec.first_difference(&ours_rec), None);
+        assert!(
+            ours == theirs,
+            "the witness differs from filecoin-proofs' circuit's"
+        );
+        assert!(ours.first_unsatisfied().is_none());
+    }
+}
