@@ -1,6 +1,7 @@
 //! The PoRep partition circuit, cut as filecoin-proofs' `StackedCircuit` is (storage-proofs-porep
-//! 19.1 `stacked/circuit/{proof,params,create_label,column,hash}.rs`), with one change: a label's
-//! SHA-256 is `sha256_lean`, the same system built at a fraction of the cost.
+//! 19.1 `stacked/circuit/{proof,params,create_label,column,hash}.rs`), with one change: the
+//! SHA-256 of a label and of tree D's nodes is `sha256_lean`, the same system built at a fraction
+//! of the cost.
 //!
 //! Every allocation, constraint and namespace is the original's, in the original's order, so the
 //! system is the one the parameters were made for: the recording made from filecoin-proofs' own
@@ -8,21 +9,21 @@
 //! original's value for value, and the recorded path's sampled rows, its periodic full synthesis
 //! and self-verification keep checking it.
 
-use bellperson::gadgets::boolean::Boolean;
+use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
 use bellperson::gadgets::{multipack, num::AllocatedNum, uint32::UInt32};
 use bellperson::{ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
 use ff::PrimeField;
 use filecoin_hashers::{HashFunction, Hasher, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2};
-use filecoin_proofs::constants::DefaultPieceHasher;
 use filecoin_proofs::types::{MerkleTreeTrait, VanillaSealProof as RawProof};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
+use storage_proofs_core::gadgets::insertion::insert;
 use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
 use storage_proofs_core::gadgets::{constraint, encode::encode, uint64::UInt64, variables::Root};
 use storage_proofs_core::merkle::{DiskStore, MerkleProof, MerkleProofTrait, MerkleTreeWrapper};
 use storage_proofs_core::util::reverse_bit_numbering;
-use typenum::{U0, U11, U2};
+use typenum::{U11, U2};
 
 use crate::sha256_lean;
 
@@ -191,7 +192,7 @@ fn challenge<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Scalar>>(
         return Err(SynthesisError::Unsatisfiable);
     }
     let data_leaf = AllocatedNum::alloc(cs.namespace(|| "data_leaf"), || Ok(ch.data_leaf))?;
-    inclusion::<DefaultPieceHasher, U2, U0, U0, _>(
+    comm_d_inclusion(
         cs.namespace(|| "comm_d_inclusion"),
         &ch.comm_d_path,
         comm_d,
@@ -349,6 +350,62 @@ fn column_hash<CS: ConstraintSystem<Scalar>>(
         ),
         _ => Err(SynthesisError::Unsatisfiable),
     }
+}
+
+/// `leaf` is in tree D (binary, SHA-256) of root `root` by `path`: `enforce_inclusion` of
+/// `PoRCircuit` over a `Sha256Hasher` tree of arity 2, its node hash (`hash_multi_leaf_circuit`)
+/// on `sha256_lean`.
+fn comm_d_inclusion<CS: ConstraintSystem<Scalar>>(
+    mut cs: CS,
+    path: &PathOpts,
+    root: &AllocatedNum<Scalar>,
+    leaf: &AllocatedNum<Scalar>,
+) -> Result<(), SynthesisError> {
+    let mut cur = leaf.clone();
+    let mut index_bits = Vec::with_capacity(path.len());
+    {
+        let mut cs = cs.namespace(|| "base");
+        for (i, (siblings, index)) in path.iter().enumerate() {
+            let cs = &mut cs.namespace(|| format!("merkle tree hash {i}"));
+            let bit =
+                AllocatedBit::alloc(cs.namespace(|| "index bit 0"), index.map(|x| x & 1 == 1))?;
+            let bit = Boolean::from(bit);
+            index_bits.push(bit.clone());
+            let siblings = (siblings.iter().enumerate())
+                .map(|(k, v)| {
+                    AllocatedNum::alloc(cs.namespace(|| format!("path element {k}")), || {
+                        v.ok_or(SynthesisError::AssignmentMissing)
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            if siblings.len() != 1 {
+                return Err(SynthesisError::Unsatisfiable);
+            }
+            let pair = insert(cs, &cur, std::slice::from_ref(&bit), &siblings)?;
+            // The node's hash: both children's bits, each byte's bits reversed, then SHA-256.
+            let mut cs = cs.namespace(|| "computation of commitment hash");
+            let mut bits = Vec::with_capacity(512);
+            for (k, child) in pair.iter().enumerate() {
+                let mut b = child.to_bits_le(cs.namespace(|| format!("{k}_num_into_bits")))?;
+                b.resize(b.len().div_ceil(8) * 8, Boolean::constant(false));
+                bits.extend(
+                    b.chunks_exact(8)
+                        .flat_map(|byte| byte.iter().rev())
+                        .cloned(),
+                );
+            }
+            let hash = sha256_lean::sha256(cs.namespace(|| "hash"), &bits)?;
+            let le: Vec<Boolean> = (hash.chunks(8))
+                .flat_map(|byte| byte.iter().rev())
+                .take(Scalar::CAPACITY as usize)
+                .cloned()
+                .collect();
+            cur = multipack::pack_bits(cs.namespace(|| "pack_le"), &le)?;
+        }
+    }
+    multipack::pack_into_inputs(cs.namespace(|| "path"), &index_bits)?;
+    constraint::equal(&mut cs, || "enforce root is correct", &cur, root);
+    Ok(())
 }
 
 /// `leaf` is in the tree of root `root` by `path` (`enforce_inclusion`).

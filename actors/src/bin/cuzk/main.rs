@@ -6,6 +6,7 @@ mod bench_gpus;
 mod bench_kernels;
 mod bench_porep;
 mod bench_soak;
+mod bench_synth;
 mod bench_tenant;
 mod common;
 mod ctl;
@@ -72,6 +73,10 @@ enum BenchCmd {
     /// PoRep C2 proofs of a real C1 output: one alone, then a stream; last line
     /// `porep_ms_per_proof=… porep_latency_ms=… sector=…`.
     Porep(bench_porep::Args),
+    /// A PoRep partition's witness synthesis on the CPU: filecoin-proofs' circuit, cuzk's cut
+    /// (lean SHA-256) on one thread and on all; last line `synth_reference_ms=… synth_lean_ms=…
+    /// synth_parallel_ms=… threads=…`.
+    Synth(bench_synth::Args),
     /// N small proofs with a mix of sizes, priorities and cancellations, every one verified;
     /// RSS, fds, VRAM reserved and pinned bytes sampled; last line `soak_proofs=… answered=…`.
     Soak(bench_soak::Args),
@@ -109,6 +114,7 @@ fn main() -> ExitCode {
         Cmd::Bench(BenchCmd::Kernels(a)) => bench_kernels::run(a),
         Cmd::Bench(BenchCmd::Porep(a)) => bench_porep::run(a),
         Cmd::Bench(BenchCmd::Soak(a)) => bench_soak::run(a),
+        Cmd::Bench(BenchCmd::Synth(a)) => bench_synth::run(a),
         Cmd::Bench(BenchCmd::Tenant(a)) => bench_tenant::run(a),
     };
     match result {
