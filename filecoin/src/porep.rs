@@ -101,7 +101,7 @@ fn public_params<Tree: 'static + MerkleTreeTrait>(
 }
 
 /// Whose partition circuit `build_shaped` makes.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy)]
 enum Cut {
     /// `porep_circuit`, challenges synthesized in parallel (what is proved).
     Ours,
@@ -165,7 +165,8 @@ fn build_shaped<Tree: 'static + MerkleTreeTrait, S: CircuitSink>(
 
     let pp = public_params::<Tree>(&config)?;
     let per_partition = pp.vanilla_params.challenges.num_challenges_per_partition();
-    let mut circuits = Vec::with_capacity(partitions);
+    // One of these is filled, by `cut`.
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     let mut public_inputs = Vec::with_capacity(partitions);
     for (k, proofs) in vanilla_proofs.iter().enumerate() {
         if proofs.len() != per_partition {
@@ -188,25 +189,40 @@ fn build_shaped<Tree: 'static + MerkleTreeTrait, S: CircuitSink>(
                 format!("partition {k}: its challenge proofs disagree on comm_r_last or comm_c"),
             ));
         }
-        let challenges = (cut == Cut::Ours)
-            .then_some(proofs)
-            .into_iter()
-            .flatten()
-            .enumerate()
-            .map(|(i, p)| {
-                ChallengeInputs::of::<Tree>(p).map_err(|e| {
-                    FilecoinError::invalid(what, format!("partition {k}, challenge {i}: {e}"))
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let glue = Glue {
-            replica_id: replica_id.into(),
-            comm_d: comm_d_safe.into(),
-            comm_r: comm_r_safe.into(),
-            comm_r_last: comm_r_last.into(),
-            comm_c: comm_c.into(),
-        };
-        circuits.push(PoRepPartition::<Tree>::new(glue, challenges));
+        match cut {
+            Cut::Ours => {
+                let challenges = (proofs.iter().enumerate())
+                    .map(|(i, p)| {
+                        ChallengeInputs::of::<Tree>(p).map_err(|e| {
+                            FilecoinError::invalid(
+                                what,
+                                format!("partition {k}, challenge {i}: {e}"),
+                            )
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                let glue = Glue {
+                    replica_id: replica_id.into(),
+                    comm_d: comm_d_safe.into(),
+                    comm_r: comm_r_safe.into(),
+                    comm_r_last: comm_r_last.into(),
+                    comm_c: comm_c.into(),
+                };
+                ours.push(PoRepPartition::<Tree>::new(glue, challenges));
+            }
+            Cut::FilecoinProofs => theirs.push(
+                StackedCompound::<Tree, DefaultPieceHasher>::circuit(
+                    &pub_in,
+                    (),
+                    proofs,
+                    &pp.vanilla_params,
+                    Some(k),
+                )
+                .map_err(FilecoinError::proofs(format!(
+                    "PoRep partition {k} circuit"
+                )))?,
+            ),
+        }
         public_inputs.push(
             StackedCompound::<Tree, DefaultPieceHasher>::generate_public_inputs(
                 &pub_in,
@@ -218,32 +234,18 @@ fn build_shaped<Tree: 'static + MerkleTreeTrait, S: CircuitSink>(
             )))?,
         );
     }
-    if cut == Cut::FilecoinProofs {
-        let circuits = (vanilla_proofs.iter().enumerate())
-            .map(|(k, proofs)| {
-                StackedCompound::<Tree, DefaultPieceHasher>::circuit(
-                    &pub_in,
-                    (),
-                    proofs,
-                    &pp.vanilla_params,
-                    Some(k),
-                )
-                .map_err(FilecoinError::proofs(format!(
-                    "PoRep partition {k} circuit"
-                )))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        return Ok(sink.take(Partitions {
-            circuits,
+    Ok(match cut {
+        Cut::Ours => sink.take(Partitions {
+            circuits: ours,
+            public_inputs,
+            parallel_witness: Some(parallel_witness::<Tree>),
+        }),
+        Cut::FilecoinProofs => sink.take(Partitions {
+            circuits: theirs,
             public_inputs,
             parallel_witness: None,
-        }));
-    }
-    Ok(sink.take(Partitions {
-        circuits,
-        public_inputs,
-        parallel_witness: Some(parallel_witness::<Tree>),
-    }))
+        }),
+    })
 }
 
 /// The blank (witness-free) partition circuit of `registered`, for parameter generation and

@@ -17,12 +17,13 @@ use ff::PrimeField;
 use filecoin_hashers::{HashFunction, Hasher, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2};
 use filecoin_proofs::types::{MerkleTreeTrait, VanillaSealProof as RawProof};
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use storage_proofs_core::gadgets::insertion::insert;
 use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
 use storage_proofs_core::gadgets::{constraint, encode::encode, uint64::UInt64, variables::Root};
 use storage_proofs_core::merkle::{DiskStore, MerkleProof, MerkleProofTrait, MerkleTreeWrapper};
 use storage_proofs_core::util::reverse_bit_numbering;
+use storage_proofs_porep::stacked::ColumnProof as VanillaColumnProof;
 use typenum::{U11, U2};
 
 use crate::sha256_lean;
@@ -76,11 +77,10 @@ type Domain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
 impl ChallengeInputs {
     /// The inputs of one challenge's vanilla proof; `Err` names what could not be read.
     pub fn of<Tree: 'static + MerkleTreeTrait>(p: &RawProof<Tree>) -> Result<Self, String> {
-        let column = |cp: &dyn erased::Serialize| -> Result<(Vec<Scalar>, PathOpts), String> {
-            let v = cp.to_value()?;
+        let column = |cp: &VanillaColumnProof<TreeProof<Tree>>| {
             let parts: ColumnProofParts<Domain<Tree>, TreeProof<Tree>> =
-                serde_json::from_value(v).map_err(|e| format!("a column proof: {e}"))?;
-            Ok((
+                serde_parts(cp, "a column proof")?;
+            Ok::<_, String>((
                 parts.column.rows.into_iter().map(Into::into).collect(),
                 parts.inclusion_proof.as_options(),
             ))
@@ -90,8 +90,7 @@ impl ChallengeInputs {
             .labeling_proofs
             .first()
             .ok_or("a challenge proof without labeling proofs")?;
-        let node: LabelingParts = serde_json::from_value(erased::Serialize::to_value(labeling)?)
-            .map_err(|e| format!("a labeling proof: {e}"))?;
+        let node: LabelingParts = serde_parts(labeling, "a labeling proof")?;
         let (_, comm_c_path) = column(&rc.c_x)?;
         Ok(ChallengeInputs {
             data_leaf: p.comm_d_proofs.leaf().into(),
@@ -102,27 +101,22 @@ impl ChallengeInputs {
             drg_parents: rc
                 .drg_parents
                 .iter()
-                .map(|c| column(c))
+                .map(column)
                 .collect::<Result<_, _>>()?,
             exp_parents: rc
                 .exp_parents
                 .iter()
-                .map(|c| column(c))
+                .map(column)
                 .collect::<Result<_, _>>()?,
         })
     }
 }
 
-mod erased {
-    /// serde's value form of anything serializable, as a trait object.
-    pub trait Serialize {
-        fn to_value(&self) -> Result<serde_json::Value, String>;
-    }
-    impl<T: serde::Serialize> Serialize for T {
-        fn to_value(&self) -> Result<serde_json::Value, String> {
-            serde_json::to_value(self).map_err(|e| format!("a vanilla proof part: {e}"))
-        }
-    }
+/// The fields filecoin-proofs keeps to itself, read back from a value's serde form.
+fn serde_parts<T: Serialize, P: DeserializeOwned>(value: &T, what: &str) -> Result<P, String> {
+    serde_json::to_value(value)
+        .and_then(serde_json::from_value)
+        .map_err(|e| format!("{what}: {e}"))
 }
 
 /// The partition's public values (what `StackedCompound::circuit` puts beside the proofs).

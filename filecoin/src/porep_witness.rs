@@ -5,9 +5,9 @@
 //! The partition's glue (replica id and its bits, comm_d, comm_r, comm_r_last, comm_c, the
 //! comm_r hash) comes first in the recording, then one `challenge_<i>` namespace per challenge.
 //! Each challenge thread runs the partition circuit (`porep_circuit`, filecoin-proofs' own cut)
-//! with that one challenge through [`SkipGlue`], which maps the glue it allocates again onto the glue's own
-//! variables (computing, not storing, its values) and writes the challenge's variables into the
-//! challenge's range. Every piece must fill exactly its recorded range and constraint count, and
+//! with that one challenge through [`SkipGlue`], which maps the glue it allocates again onto the
+//! glue's own variables (computing, not storing, its values) and writes the challenge's
+//! variables into the challenge's range. Every piece must fill exactly its recorded range and constraint count, and
 //! the assignment still goes through `prepare`'s row check and self-verification.
 
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};

@@ -362,46 +362,37 @@ fn compress<CS: ConstraintSystem<Scalar>>(
         &mut eq,
         &current[0..1],
     )?;
-    let h1 = addmany(
-        cs.namespace(|| "new h1"),
-        &mut eq,
-        vec![current[1].clone(), b],
-    )?;
-    let h2 = addmany(
-        cs.namespace(|| "new h2"),
-        &mut eq,
-        vec![current[2].clone(), c],
-    )?;
-    let h3 = addmany(
-        cs.namespace(|| "new h3"),
-        &mut eq,
-        vec![current[3].clone(), d],
-    )?;
+    let h1 = add_into(&mut cs, &mut eq, current, 1, b)?;
+    let h2 = add_into(&mut cs, &mut eq, current, 2, c)?;
+    let h3 = add_into(&mut cs, &mut eq, current, 3, d)?;
     let h4 = e.compute(
         cs.namespace(|| "deferred h4 computation"),
         &mut eq,
         &current[4..5],
     )?;
-    let h5 = addmany(
-        cs.namespace(|| "new h5"),
-        &mut eq,
-        vec![current[5].clone(), f],
-    )?;
-    let h6 = addmany(
-        cs.namespace(|| "new h6"),
-        &mut eq,
-        vec![current[6].clone(), g],
-    )?;
-    let h7 = addmany(
-        cs.namespace(|| "new h7"),
-        &mut eq,
-        vec![current[7].clone(), h],
-    )?;
+    let h5 = add_into(&mut cs, &mut eq, current, 5, f)?;
+    let h6 = add_into(&mut cs, &mut eq, current, 6, g)?;
+    let h7 = add_into(&mut cs, &mut eq, current, 7, h)?;
     // MultiEq's drop: what is left folds into the block's last constraint.
     if eq.bits_used > 0 {
         eq.flush(&mut cs);
     }
     Ok(vec![h0, h1, h2, h3, h4, h5, h6, h7])
+}
+
+/// `current[i] + w`, the block's word `i` added into the hash value (`new h<i>`).
+fn add_into<CS: ConstraintSystem<Scalar>>(
+    cs: &mut CS,
+    eq: &mut Folded,
+    current: &[Word],
+    i: usize,
+    w: Word,
+) -> Result<Word, SynthesisError> {
+    addmany(
+        cs.namespace(|| format!("new h{i}")),
+        eq,
+        vec![current[i].clone(), w],
+    )
 }
 
 #[cfg(test)]
