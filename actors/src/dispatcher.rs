@@ -32,6 +32,7 @@ use crate::job::{
     JobError, JobId, JobOutput, JobSpec, Priority, Randomness, SynthFn, Synthesis, SynthesisProbe,
 };
 use crate::tier::{choose, Dims, Tier};
+use crate::synth_workers::SynthWorkers;
 use crate::timeline::{Lane, Timeline};
 use crate::upload::{Upload, UploadActor};
 use crate::work::{PartKey, Ticket};
@@ -118,7 +119,7 @@ pub struct Dispatcher {
     next_job: JobId,
     synth_queue: BTreeSet<Order>,
     ready: BTreeSet<Order>,
-    synth_pool: Arc<rayon::ThreadPool>,
+    synth: SynthWorkers,
     timeline: Timeline,
     /// The last partitions handed to uploaders, in order (at most `DISPATCH_LOG` of them).
     dispatch_log: std::collections::VecDeque<PartKey>,
@@ -149,11 +150,7 @@ pub struct Dispatcher {
 
 impl Dispatcher {
     pub fn new(cfg: DispatcherConfig, timeline: Timeline) -> Result<Self, String> {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(cfg.synth_threads.max(1))
-            .thread_name(|i| format!("cuzk-synth-{i}"))
-            .build()
-            .map_err(|e| format!("synthesis pool: {e}"))?;
+        let synth = SynthWorkers::new(cfg.synth_threads.max(1))?;
         Ok(Dispatcher {
             uploaders: Vec::new(),
             uploading: vec![false; cfg.vram_capacity.len()],
@@ -173,7 +170,7 @@ impl Dispatcher {
             next_job: 1,
             synth_queue: BTreeSet::new(),
             ready: BTreeSet::new(),
-            synth_pool: Arc::new(pool),
+            synth,
             timeline,
             dispatch_log: std::collections::VecDeque::new(),
             paused: false,
@@ -344,7 +341,9 @@ impl Dispatcher {
                 }
             }
             let dims = Dims::of(&st.spec_srs);
+            let splits_on_device = self.splits_on_device(&dims);
             let need = match how {
+                Synthesis::Recorded if splits_on_device => dims.host_witness(),
                 Synthesis::Recorded => dims.host_recorded(),
                 Synthesis::Unrecorded { .. } | Synthesis::Full => dims.host(),
             };
@@ -424,7 +423,11 @@ impl Dispatcher {
             let timeline = self.timeline.clone();
             let cancelled = st.cancelled.clone();
             let faults = self.faults.clone();
-            self.synth_pool.spawn(move || {
+            let opts = ProveOptions {
+                splits_on_device,
+                ..ProveOptions::default()
+            };
+            self.synth.spawn(move || {
                 let key = PartKey { job, partition };
                 if cancelled.load(Ordering::Acquire) {
                     addr.do_send(Dropped { key });
@@ -444,7 +447,7 @@ impl Dispatcher {
                         device: None,
                     })?;
                     synth(hint)
-                        .and_then(|asg| prepare(partition, asg, &srs, &ProveOptions::default()))
+                        .and_then(|asg| prepare(partition, asg, &srs, &opts))
                         .map_err(|e| e.to_string())
                 })
                 .map_err(|e| format!("synthesis: {e}"));
@@ -458,6 +461,24 @@ impl Dispatcher {
             });
         }
         wait
+    }
+
+    /// Whether partitions of this shape leave their MSM scalar splits to the device: every
+    /// device builds them from the witness it uploads, and would take such a partition whole
+    /// with its whole budget (the chunked tier computes on the host, which then builds them,
+    /// beyond what the partition was admitted for: logged when it happens).
+    fn splits_on_device(&self, dims: &Dims) -> bool {
+        let resident = if self.srs_resident {
+            dims.resident((self.depth - 1).max(1))
+        } else {
+            0
+        };
+        !self.devices.is_empty()
+            && self.devices.iter().zip(&self.vram).all(|(d, v)| {
+                let room = v.capacity().saturating_sub(resident);
+                d.splits_on_device()
+                    && matches!(choose(dims, room, self.srs_resident), Some((Tier::Full, _)))
+            })
     }
 
     /// A partition's synthesis ended (or was dropped before it began).
@@ -620,6 +641,11 @@ impl Dispatcher {
             };
             if let Tier::Chunked { chunk } = tier {
                 prepared.msm_chunk = Some(chunk);
+                if prepared.splits_pending() {
+                    slog::info!(crate::log::job(job, Some(partition), &st.kind, Some(gpu)),
+                        "the chunked tier computes on the host: the partition's MSM scalar splits are built there, beyond its host admission";
+                        "witness_mib" => dims.host_witness() >> 20, "splits_mib" => (dims.host_recorded() - dims.host_witness()) >> 20);
+                }
                 if whole_tier == Tier::Full {
                     slog::info!(crate::log::job(job, Some(partition), &st.kind, Some(gpu)),
                         "other processes hold device memory: the partition takes the chunked tier";

@@ -29,6 +29,7 @@ pub mod metrics;
 pub mod pinner;
 pub mod settings;
 pub mod srs_loader;
+pub mod synth_workers;
 pub mod tier;
 pub mod timeline;
 pub mod turns;

@@ -28,7 +28,12 @@ use cuzk_srs::{CacheMode, OpenOptions, Srs};
 
 /// Synthesizes and prepares partition 0 of the fixture's PoRep as the dispatcher does; the
 /// bytes live at the peak above those live before, and the bytes the prepared partition holds.
-fn synthesize_and_prepare(f: &common::Fixture, srs: &Arc<Srs>, recorded: bool) -> (i64, i64) {
+fn synthesize_and_prepare(
+    f: &common::Fixture,
+    srs: &Arc<Srs>,
+    recorded: bool,
+    opts: &ProveOptions,
+) -> (i64, i64) {
     let parsed = f.sector.porep_request().parse().unwrap();
     let mut spec = cuzk_actors::filecoin::job_spec(parsed, srs.clone(), Priority::Normal).unwrap();
     let how = (spec.synthesis)();
@@ -42,7 +47,7 @@ fn synthesize_and_prepare(f: &common::Fixture, srs: &Arc<Srs>, recorded: bool) -
     let before = heap::live_bytes().unwrap();
     heap::reset_peak();
     let prepared = synth(hint)
-        .and_then(|asg| prepare(0, asg, srs, &ProveOptions::default()))
+        .and_then(|asg| prepare(0, asg, srs, opts))
         .unwrap();
     let peak = heap::peak_bytes().unwrap() - before;
     let held = heap::live_bytes().unwrap() - before;
@@ -60,10 +65,11 @@ fn measured(
     f: &common::Fixture,
     srs: &Arc<Srs>,
     recorded: bool,
+    opts: &ProveOptions,
     what: &str,
     admitted: u64,
 ) -> (i64, i64) {
-    let (peak, held) = synthesize_and_prepare(f, srs, recorded);
+    let (peak, held) = synthesize_and_prepare(f, srs, recorded, opts);
     let admitted = admitted as i64;
     eprintln!(
         "{what} partition: peak {:.1} MiB, held after prepare {:.1} MiB, admitted for {:.1} MiB",
@@ -94,19 +100,26 @@ fn partitions_take_no_more_host_memory_than_they_are_admitted_for() {
 
     // Recording: admitted for a full synthesis (`Dims::host`); the recording is built on the way
     // (and held after, in the recording cache).
-    measured(&f, &srs, false, "recording", Dims::of(&srs).host());
+    let host = ProveOptions::default();
+    measured(&f, &srs, false, &host, "recording", Dims::of(&srs).host());
 
-    let (peak, admitted) = measured(
-        &f,
-        &srs,
-        true,
-        "witness-only",
-        Dims::of(&srs).host_recorded(),
-    );
-    assert!(
-        admitted <= peak + peak / 4,
-        "admitted for {:.1} MiB, more than 1.25 × the {:.1} MiB peak",
-        mib(admitted),
-        mib(peak)
-    );
+    // Witness-only with the splits built by `prepare` (`Dims::host_recorded`), then with the
+    // splits left to the device, as the dispatcher does for GPUs that build them
+    // (`Dims::host_witness`).
+    let device = ProveOptions {
+        splits_on_device: true,
+        ..ProveOptions::default()
+    };
+    for (opts, what, admitted) in [
+        (&host, "witness-only", Dims::of(&srs).host_recorded()),
+        (&device, "witness-only, splits on the device", Dims::of(&srs).host_witness()),
+    ] {
+        let (peak, admitted) = measured(&f, &srs, true, opts, what, admitted);
+        assert!(
+            admitted <= peak + peak / 4,
+            "{what}: admitted for {:.1} MiB, more than 1.25 × the {:.1} MiB peak",
+            mib(admitted),
+            mib(peak)
+        );
+    }
 }

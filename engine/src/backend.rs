@@ -115,6 +115,14 @@ pub trait Backend: Send + Sync {
         false
     }
 
+    /// Whether [`stage`](Backend::stage) builds a recorded partition's MSM scalar splits from the
+    /// witness it uploads ([`Prepared::splits_pending`]), so synthesis may leave them out
+    /// (`ProveOptions::splits_on_device`). Backends that compute on the host build pending splits
+    /// in [`Prepared::complete_on_host`] either way; this only says where it is cheapest.
+    fn splits_on_device(&self) -> bool {
+        false
+    }
+
     /// Makes a prepared partition ready for [`compute`](Backend::compute): a GPU backend uploads
     /// it here, on its copy stream. The caller keeps `p` (and any pinning of its buffers) alive
     /// until this returns, and frees it only after unpinning. The default copies it on the host.

@@ -41,6 +41,11 @@ pub struct ProveOptions {
     /// Synthesis from recorded constraints (default on; `recorded.enabled = false` builds every
     /// proof's constraints as `synth::synthesize` does). Same assignment, same proof bytes.
     pub recorded: RecordOptions,
+    /// On the recorded path, leave the MSM scalar splits to the backend: a GPU builds them from
+    /// the witness it uploads (so only the witness crosses PCIe and the synthesis threads do no
+    /// split work), a host backend in [`Prepared::complete_on_host`]. Off by default; the
+    /// pipeline and [`Prover`] set it where the backend stages on the device.
+    pub splits_on_device: bool,
 }
 
 impl Default for ProveOptions {
@@ -49,6 +54,7 @@ impl Default for ProveOptions {
             self_verify: true,
             check_satisfied: true,
             recorded: RecordOptions::default(),
+            splits_on_device: false,
         }
     }
 }
@@ -116,6 +122,9 @@ pub struct Recorded {
     pub aux: Vec<Scalar>,
     /// Check every row's `a·b = c` once the products exist (`ProveOptions::check_satisfied`).
     pub check_satisfied: bool,
+    /// The `Prepared`'s splits are not built yet (`ProveOptions::splits_on_device`): the backend
+    /// builds them from the witness and the recording's densities.
+    pub splits_pending: bool,
 }
 
 impl std::fmt::Debug for Recorded {
@@ -125,6 +134,7 @@ impl std::fmt::Debug for Recorded {
             .field("inputs", &self.inputs.len())
             .field("aux", &self.aux.len())
             .field("check_satisfied", &self.check_satisfied)
+            .field("splits_pending", &self.splits_pending)
             .finish()
     }
 }
@@ -162,9 +172,14 @@ pub fn unsatisfied(circuit: usize, row: usize, a: &Scalar, b: &Scalar, c: &Scala
 }
 
 impl Prepared {
+    /// Whether the MSM scalar splits are still to be built from the witness (by the backend).
+    pub fn splits_pending(&self) -> bool {
+        self.recorded.as_ref().is_some_and(|r| r.splits_pending)
+    }
+
     /// On the recorded path, computes on the CPU what the backend was left: `a`, `b`, `c` by the
-    /// recording's products (then the row check), so the `Prepared` is the full path's, bit for
-    /// bit. A no-op otherwise.
+    /// recording's products (then the row check), and the splits if they are pending, so the
+    /// `Prepared` is the full path's, bit for bit. A no-op otherwise.
     pub fn complete_on_host(&mut self) -> Result<(), EngineError> {
         let Some(r) = self.recorded.take() else {
             return Ok(());
@@ -182,6 +197,11 @@ impl Prepared {
             }
         }
         (self.a, self.b, self.c) = (a, b, c);
+        if r.splits_pending {
+            let [a_aux, b_in, b_aux] = r.rec.densities();
+            (self.l, self.a_query, self.b_query) =
+                splits(&r.inputs, r.aux, [&a_aux, &b_in, &b_aux]);
+        }
         Ok(())
     }
 }
@@ -245,15 +265,20 @@ pub fn prepare(
     }
     let shape = asg.shape();
     if let Some(d) = asg.deferred {
-        // The recorded path: the MSM scalar splits are built here, on the synthesis thread (in
-        // parallel across partitions), so the one upload thread per GPU only copies; the products
-        // `a`, `b`, `c` are left to the backend.
+        // The recorded path: the products `a`, `b`, `c` are left to the backend, and so are the
+        // MSM scalar splits where it builds them from the witness it uploads
+        // (`splits_on_device`); otherwise they are built here, on the synthesis thread (in
+        // parallel across partitions), so the one upload thread per GPU only copies.
         // `l` zeroes the ones of its own copy; the witness stays whole for the products.
-        let (l, a_query, b_query) = splits(
-            &asg.inputs,
-            asg.aux.par_iter().copied().collect(),
-            [&asg.a_aux_density, &asg.b_input_density, &asg.b_aux_density],
-        );
+        let (l, a_query, b_query) = if opts.splits_on_device {
+            Default::default()
+        } else {
+            splits(
+                &asg.inputs,
+                asg.aux.par_iter().copied().collect(),
+                [&asg.a_aux_density, &asg.b_input_density, &asg.b_aux_density],
+            )
+        };
         return Ok(Prepared {
             index,
             a: Vec::new(),
@@ -270,6 +295,7 @@ pub fn prepare(
                 inputs: asg.inputs,
                 aux: asg.aux,
                 check_satisfied: opts.check_satisfied,
+                splits_pending: opts.splits_on_device,
             }),
         });
     }
@@ -443,9 +469,13 @@ impl<'a> Prover<'a> {
             public_inputs: Vec::new(),
             timings: Timings::default(),
         };
+        let opts = ProveOptions {
+            splits_on_device: self.opts.splits_on_device || self.backend.splits_on_device(),
+            ..self.opts.clone()
+        };
         for (i, asg) in assignments.into_iter().enumerate() {
             let start = Instant::now();
-            let prepared = prepare(i, asg, self.srs, &self.opts)?;
+            let prepared = prepare(i, asg, self.srs, &opts)?;
             t.prepare_ms += ms(start);
             let (sums, inputs) = compute(prepared, self.srs, self.backend, &mut t)?;
             let start = Instant::now();

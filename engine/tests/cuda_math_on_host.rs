@@ -870,13 +870,15 @@ fn h_step_matches_the_cpu_on_the_host() {
     }
 }
 
-/// The recorded products' program: the Fr headers, `cuda-src/spmv.cu` and `spmv_driver.cpp`.
+/// The recorded witness's program: the Fr headers, `cuda-src/spmv.cu`, `cuda-src/split.cu` and
+/// `spmv_driver.cpp`.
 const SPMV: &[&str] = &[
     "tests/host_math/shim.h",
     "tests/host_math/kernels_shim.h",
     "../cuda-src/field.cuh",
     "../cuda-src/fr.cuh",
     "../cuda-src/spmv.cu",
+    "../cuda-src/split.cu",
     "tests/host_math/spmv_driver.cpp",
 ];
 
@@ -1028,6 +1030,82 @@ fn recorded_products_match_the_cpu_on_the_host() {
                 "zero witness, non-zero product"
             );
         }
+    }
+}
+
+/// The device splits (`split_gather`) against the host's `prover::splits`, on the recorded
+/// example circuits' own witnesses and on fresh random witnesses in which each value is 0, 1,
+/// `-1`, `2` or random (so every word mixes ones, zeros and tails), over the query gathers
+/// `spmv::query_columns` gives the device: tails and one-bitmaps word for word, the bits past
+/// the end zero; sizes 0, under one word, one word exactly and across words.
+#[test]
+fn recorded_splits_match_the_host_on_the_host() {
+    use cuzk_engine::circuits::Example;
+    use cuzk_engine::gpu::spmv::query_columns;
+    use cuzk_engine::prover::splits;
+    use cuzk_engine::recorded::record;
+    use rand::Rng;
+    let Some(exe) = program(SPMV, "") else { return };
+    let mut rng = rng();
+    let run = |w: &[Scalar], idx: Option<&[u32]>, base: usize, n: usize| -> (Vec<u8>, Vec<u8>) {
+        let hdr = [2, w.len(), n, idx.is_some() as usize, base].map(|x| x as u64);
+        let req = [as_bytes(&hdr), idx.map(as_bytes).unwrap_or(&[]), as_bytes(w)].concat();
+        let mut out = exchange(&exe, &req, &format!("split of {n}"));
+        let ones = out.split_off(32 * n);
+        (out, ones)
+    };
+    for (name, size) in [
+        ("mulchain", 16),
+        ("bits", 8),
+        ("bits", 64),
+        ("sha256", 64),
+        ("many-inputs", 40),
+        ("no-aux", 0),
+        ("c-only", 100),
+    ] {
+        let (rec, values) = record(Example::new(name, size, 1).unwrap(), true, 0).unwrap();
+        let (inputs, aux) = values.unwrap();
+        for random in [false, true] {
+            let pick = |rng: &mut ChaCha20Rng| match rng.gen_range(0..5) {
+                0 => Scalar::ZERO,
+                1 | 2 => Scalar::ONE,
+                3 => -Scalar::ONE,
+                _ => Scalar::random(rng),
+            };
+            let (inputs, aux) = if random {
+                let mut i: Vec<Scalar> = inputs.iter().map(|_| pick(&mut rng)).collect();
+                i[0] = Scalar::ONE;
+                (i, aux.iter().map(|_| pick(&mut rng)).collect::<Vec<_>>())
+            } else {
+                (inputs.clone(), aux.clone())
+            };
+            let [a_aux, b_in, b_aux] = rec.densities();
+            let want = splits(&inputs, aux.clone(), [&a_aux, &b_in, &b_aux]);
+            let [ga, gb] = query_columns(&rec).unwrap();
+            let w: Vec<Scalar> = inputs.iter().chain(&aux).copied().collect();
+            let got = [
+                run(&w, None, inputs.len(), aux.len()),
+                run(&w, Some(&ga), 0, ga.len()),
+                run(&w, Some(&gb), 0, gb.len()),
+            ];
+            for ((tail, ones), (want, which)) in
+                got.iter().zip([(&want.0, "l"), (&want.1, "a"), (&want.2, "b")])
+            {
+                let what = format!("{name} {size} (random witness {random}): split {which}");
+                assert_eq!(tail.as_slice(), as_bytes(&want.tail), "{what}: tail");
+                assert_eq!(ones.as_slice(), as_bytes(want.ones.words()), "{what}: ones");
+            }
+        }
+    }
+    // Sizes around a word: the ones of a random run of values, gathered by the identity.
+    for n in [0usize, 1, 63, 64, 65, 200] {
+        let w: Vec<Scalar> = (0..n + 3)
+            .map(|_| [Scalar::ONE, Scalar::ZERO, Scalar::random(&mut rng)][rng.gen_range(0..3)])
+            .collect();
+        let want = cuzk_engine::prover::Split::new(w[3..].to_vec());
+        let (tail, ones) = run(&w, None, 3, n);
+        assert_eq!(tail.as_slice(), as_bytes(&want.tail), "{n} outputs: tail");
+        assert_eq!(ones.as_slice(), as_bytes(want.ones.words()), "{n} outputs: ones");
     }
 }
 

@@ -76,6 +76,23 @@ fn deferred_products_completed_on_the_host_equal_the_full_prepare() {
             p.complete_on_host().unwrap();
             assert!(p.recorded.is_none());
             same_prepared(&format!("{name} seed {seed}"), &p, &full);
+            // The splits left to the backend (`splits_on_device`): none built by `prepare`,
+            // then the host's completion builds them, the same as the full path's.
+            let values = witness(&rec, make(seed), 0, 1, 0).unwrap();
+            let left = ProveOptions {
+                splits_on_device: true,
+                ..ProveOptions::default()
+            };
+            let mut p = prepare(0, rec.deferred(values, 0).unwrap(), &srs, &left)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(p.splits_pending(), "{name}: splits pending");
+            assert!(
+                p.l.is_empty() && p.a_query.is_empty() && p.b_query.is_empty(),
+                "{name}: prepare built splits it was told to leave"
+            );
+            p.complete_on_host().unwrap();
+            assert!(!p.splits_pending());
+            same_prepared(&format!("{name} seed {seed}, splits left"), &p, &full);
         }
     }
 }
@@ -103,8 +120,10 @@ fn proofs_on_the_deferred_path_are_byte_identical_to_recording_off() {
             files: false,
             ..RecordOptions::default()
         };
-        // The first batch records; the second is witness-only with deferred products.
-        for round in 0..2 {
+        // The first batch records; the second is witness-only with deferred products; the third
+        // leaves the splits to the backend too (the host builds them when it computes).
+        for round in 0..3 {
+            on.opts.splits_on_device = round == 2;
             let got = on.prove(vec![make(7), make(8)], &r, &s).unwrap();
             assert_eq!(got.to_bytes(), want, "{name}: round {round}");
         }

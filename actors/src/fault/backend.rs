@@ -240,6 +240,9 @@ impl Backend for Faulty {
             Staging::Pinned | Staging::Through(_) => true,
         }
     }
+    fn splits_on_device(&self) -> bool {
+        matches!(self.staging, Staging::Inner) && self.inner.splits_on_device()
+    }
     fn staging_bytes(&self) -> usize {
         match self.staging {
             Staging::Inner => self.inner.staging_bytes(),

@@ -24,7 +24,8 @@ pub enum Module {
     Msm,
     /// Batch addition and XYZZ folds over G1 and G2.
     BatchAdd,
-    /// Sparse matrix–vector products of a recorded constraint system (a, b, c from the witness).
+    /// A recorded witness on the device: the sparse matrix–vector products (a, b, c from the
+    /// witness) and the MSM scalar splits.
     Spmv,
     /// Fixed-base multiplication over G1 and G2, for the setup.
     FixedBase,
@@ -80,6 +81,9 @@ impl Module {
                 include_str!("../../../cuda-src/fixed_base.cu"),
             ),
         });
+        if self == Module::Spmv {
+            parts.push(("split.cu", include_str!("../../../cuda-src/split.cu")));
+        }
         parts
     }
 

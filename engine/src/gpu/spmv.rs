@@ -2,7 +2,9 @@
 //! resident ([`DeviceRecording`]), then per proof only the witness is uploaded and `spmv_rows`
 //! (cuda-src/spmv.cu) computes `a`, `b`, `c` into buffers of the domain's size, zero past the
 //! recorded rows (as `prepare` pads them), ready for the H step; `spmv_unsatisfied` checks every
-//! row's `a·b = c` there.
+//! row's `a·b = c` there; `split_gather` (cuda-src/split.cu) builds the three MSM scalar splits
+//! from the same witness (the query gathers by index lists kept with the matrices), so only the
+//! witness crosses PCIe.
 
 use blstrs::Scalar;
 
@@ -17,9 +19,46 @@ pub struct DeviceRecording {
     ptr: [DevBuf; 3],
     ent: [DevBuf; 3],
     table: DevBuf,
+    /// The witness columns of the A query (inputs, then the aux dense in A) and of the B query
+    /// (the inputs dense in B, then the aux dense in B), as `u32` indices into `inputs ++ aux`.
+    gather: [(DevBuf, u64); 2],
     rows: u64,
     inputs: usize,
     aux: usize,
+}
+
+/// One MSM's scalars split on the device: `tail` (`n` Fr, zero where a one stood) and `ones`
+/// (`⌈n / 64⌉` u64 words, the bits where a one stood), as `prover::Split` holds them.
+pub struct SplitOnDevice {
+    pub tail: DevBuf,
+    pub ones: DevBuf,
+    pub n: u64,
+}
+
+/// The witness columns the A and B queries take, in order (`prover::splits`' gathers): A:
+/// every input, then `n_inputs + j` for each aux `j` dense in A; B: each input dense in B, then
+/// `n_inputs + j` for each aux `j` dense in B.
+pub fn query_columns(rec: &Recording) -> Result<[Vec<u32>; 2]> {
+    let c = rec.counts();
+    let col = |i: usize| {
+        u32::try_from(i).map_err(|_| {
+            backend_err(format!(
+                "witness column {i} does not fit the device gathers' 32-bit indices"
+            ))
+        })
+    };
+    let [a_aux, b_in, b_aux] = rec.densities();
+    let n = c.inputs;
+    let a = (0..n)
+        .map(col)
+        .chain(a_aux.ones().map(|j| col(n + j)))
+        .collect::<Result<Vec<u32>>>()?;
+    let b = b_in
+        .ones()
+        .map(col)
+        .chain(b_aux.ones().map(|j| col(n + j)))
+        .collect::<Result<Vec<u32>>>()?;
+    Ok([a, b])
 }
 
 impl DeviceRecording {
@@ -33,11 +72,17 @@ impl DeviceRecording {
         };
         let ((pa, ea), (pb, eb), (pc, ec)) = (up(0)?, up(1)?, up(2)?);
         let table = dev.upload(as_bytes(rec.table()), "recorded coefficients")?;
+        let [ga, gb] = query_columns(rec)?;
+        let put = |g: &[u32]| -> Result<(DevBuf, u64)> {
+            Ok((dev.upload(as_bytes(g), "query gathers")?, g.len() as u64))
+        };
+        let gather = [put(&ga)?, put(&gb)?];
         let c = rec.counts();
         Ok(DeviceRecording {
             ptr: [pa, pb, pc],
             ent: [ea, eb, ec],
             table,
+            gather,
             rows: c.rows() as u64,
             inputs: c.inputs,
             aux: c.aux,
@@ -49,7 +94,7 @@ impl DeviceRecording {
         self.ptr
             .iter()
             .chain(&self.ent)
-            .chain([&self.table])
+            .chain([&self.table, &self.gather[0].0, &self.gather[1].0])
             .map(|b| b.len() as u64)
             .sum()
     }
@@ -139,5 +184,42 @@ impl DeviceRecording {
         let mut out = [0u64];
         dev.download(&first, 0, as_bytes_mut(&mut out), "row check result")?;
         Ok((out[0] < rows).then_some(out[0] as usize))
+    }
+
+    /// The three MSM scalar splits of the witness `w` (`inputs ++ aux`, as uploaded): `l` over
+    /// the aux, `a_query` and `b_query` gathered by the query columns; queued on the device's
+    /// stream, equal to the host's `prover::splits` word for word.
+    pub fn splits(&self, dev: &GpuDevice, w: &DevBuf) -> Result<[SplitOnDevice; 3]> {
+        let cols = (self.inputs + self.aux) as u64;
+        if (w.len() as u64) < 32 * cols {
+            return Err(backend_err(format!(
+                "splits: a witness buffer of {} bytes for {cols} columns",
+                w.len()
+            )));
+        }
+        let split = |idx: u64, base: u64, n: u64| -> Result<SplitOnDevice> {
+            let tail = dev.alloc(32 * n.max(1) as usize, "split scalars")?;
+            let ones = dev.alloc(8 * n.div_ceil(64).max(1) as usize, "split one-bits")?;
+            if n > 0 {
+                gpu_launch!(
+                    dev,
+                    "split_gather",
+                    grid(n.div_ceil(64), 128),
+                    &tail.ptr(),
+                    &ones.ptr(),
+                    &w.ptr(),
+                    &idx,
+                    &base,
+                    &n
+                )?;
+            }
+            Ok(SplitOnDevice { tail, ones, n })
+        };
+        let [(ga, na), (gb, nb)] = &self.gather;
+        Ok([
+            split(0, self.inputs as u64, self.aux as u64)?,
+            split(ga.ptr(), 0, *na)?,
+            split(gb.ptr(), 0, *nb)?,
+        ])
     }
 }

@@ -30,7 +30,7 @@ use super::buf::DevBuf;
 use super::h::{compute_h_device, HDomain};
 use super::msm::QueuedMsm;
 use super::points::{g1_from_xyzz, g2_from_xyzz, Curve};
-use super::spmv::DeviceRecording;
+use super::spmv::{DeviceRecording, SplitOnDevice};
 use super::{as_bytes, as_bytes_mut, backend_err, GpuBackend, GpuDevice, Result};
 use crate::backend::{Backend, Bitmap, Computed, Staged, COPY_PIECE, PAGE};
 use crate::prover::{unsatisfied, Prepared, Recorded, Split, Sums};
@@ -42,6 +42,16 @@ struct DeviceSplit {
     tail: DevBuf,
     n: u64,
     ones: Option<DevBuf>,
+}
+
+impl From<SplitOnDevice> for DeviceSplit {
+    fn from(s: SplitOnDevice) -> Self {
+        DeviceSplit {
+            tail: s.tail,
+            n: s.n,
+            ones: Some(s.ones),
+        }
+    }
 }
 
 /// A partition on the device.
@@ -280,16 +290,27 @@ impl PipelinedGpu {
                 return Err(unsatisfied(p.index, row, &v[0], &v[1], &v[2]));
             }
         }
-        // The splits were built by `prepare`, on the synthesis thread.
         let [a, b, c] = products;
+        let (l, a_query, b_query) = if r.splits_pending {
+            // From the uploaded witness, on the copy stream: nothing more crosses PCIe.
+            let [l, a, b] = dr.splits(dev, &w)?.map(DeviceSplit::from);
+            (l, a, b)
+        } else {
+            // Built by `prepare`, on the synthesis thread.
+            (
+                self.put_split(&p.l, "l scalars", src)?,
+                self.put_split(&p.a_query, "a scalars", src)?,
+                self.put_split(&p.b_query, "b scalars", src)?,
+            )
+        };
         let on = OnDevice {
             a,
             b,
             c,
             log_n: n.trailing_zeros(),
-            l: self.put_split(&p.l, "l scalars", src)?,
-            a_query: self.put_split(&p.a_query, "a scalars", src)?,
-            b_query: self.put_split(&p.b_query, "b scalars", src)?,
+            l,
+            a_query,
+            b_query,
         };
         self.copy
             .synchronize()
@@ -494,6 +515,10 @@ impl Backend for PipelinedGpu {
     }
 
     fn stages_on_device(&self) -> bool {
+        true
+    }
+
+    fn splits_on_device(&self) -> bool {
         true
     }
 

@@ -1,9 +1,11 @@
-// Appended after shim.h, kernels_shim.h, field.cuh, fr.cuh and cuda-src/spmv.cu. One request on
+// Appended after shim.h, kernels_shim.h, field.cuh, fr.cuh, cuda-src/spmv.cu and split.cu. One request on
 // stdin, u64 words first, kernels run one thread after another (as `grid(rows, 256)` launches):
 //   mode 0, products: u64 rows, cols, nnz, table; the row pointers (rows + 1 u64), the entries
 //     (nnz u64), the table (Fr) and the witness w (cols Fr) → spmv_rows → the rows' values (Fr);
 //   mode 1, row check: u64 rows; a, b, c (rows Fr each) → spmv_unsatisfied → u64 first bad row
-//     (rows when none).
+//     (rows when none);
+//   mode 2, split: u64 cols, n, has_idx, base; the indices (n u32, if has_idx) and the witness
+//     (cols Fr) → split_gather (one thread a 64-output word) → tail (n Fr), then ones (⌈n/64⌉ u64).
 
 static int products() {
     u64 hdr[4];
@@ -31,8 +33,22 @@ static int check() {
     return fwrite(&out, 8, 1, stdout) == 1 ? 0 : 1;
 }
 
+static int split() {
+    u64 hdr[4];
+    if (fread(hdr, 8, 4, stdin) != 4) return 1;
+    const u64 cols = hdr[0], n = hdr[1], has_idx = hdr[2], base = hdr[3];
+    std::vector<u32> idx(n + 1), w(8 * cols + 8), tail(8 * n + 8);
+    const u64 words = (n + 63) / 64;
+    std::vector<u64> ones(words + 1, ~0ull);  // every word must be written whole
+    if (has_idx && fread(idx.data(), 4, n, stdin) != n) return 1;
+    if (fread(w.data(), 32, cols, stdin) != cols) return 1;
+    launch(words, [&] { split_gather(tail.data(), ones.data(), w.data(), has_idx ? idx.data() : nullptr, base, n); });
+    if (fwrite(tail.data(), 32, n, stdout) != n) return 1;
+    return fwrite(ones.data(), 8, words, stdout) == words ? 0 : 1;
+}
+
 int main() {
     u64 mode;
     if (fread(&mode, 8, 1, stdin) != 1) return 1;
-    return mode == 0 ? products() : mode == 1 ? check() : 1;
+    return mode == 0 ? products() : mode == 1 ? check() : mode == 2 ? split() : 1;
 }
