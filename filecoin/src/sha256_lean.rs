@@ -441,31 +441,42 @@ impl Word {
         self.bits.iter().all(|b| b.is_constant())
     }
 
-    fn rotr(&self, by: usize) -> Word {
-        Word {
-            bits: std::array::from_fn(|i| self.bits[(i + by) % 32]),
-            value: self.value.map(|v| v.rotate_right(by as u32)),
-        }
-    }
-
-    fn shr(&self, by: usize) -> Word {
-        Word {
-            bits: std::array::from_fn(|i| self.bits.get(i + by).copied().unwrap_or(FALSE)),
-            value: self.value.map(|v| v >> by),
-        }
-    }
-
-    /// `UInt32::xor`.
-    fn xor<CS: ConstraintSystem<Scalar>>(
+    /// `(self rotr r1) xor (self rotr r2) xor (self rotr r3)`, or `… xor (self shr r3)` with
+    /// `shift`: `UInt32::{rotr, shr}` and two `UInt32::xor`s (in the namespaces `names`), without
+    /// the rotated words.
+    fn sigma<CS: ConstraintSystem<Scalar>>(
         &self,
-        mut cs: CS,
-        other: &Word,
+        cs: &mut CS,
+        names: [&'static str; 2],
+        (r1, r2, r3): (usize, usize, usize),
+        shift: bool,
     ) -> Result<Word, SynthesisError> {
-        let value = self.value.zip(other.value).map(|(a, b)| a ^ b);
+        let w = &self.bits;
+        let first = self
+            .value
+            .map(|v| v.rotate_right(r1 as u32) ^ v.rotate_right(r2 as u32));
+        let mut t = [FALSE; 32];
+        {
+            let mut cs = cs.namespace(|| names[0]);
+            for (i, out) in t.iter_mut().enumerate() {
+                let cs = &mut cs.namespace(|| format!("xor of bit {i}"));
+                *out = xor_bit(cs, w[(i + r1) % 32], w[(i + r2) % 32], bit(first, i))?;
+            }
+        }
+        let third = self.value.map(|v| match shift {
+            true => v >> r3,
+            false => v.rotate_right(r3 as u32),
+        });
+        let value = first.zip(third).map(|(a, b)| a ^ b);
         let mut bits = [FALSE; 32];
+        let mut cs = cs.namespace(|| names[1]);
         for (i, out) in bits.iter_mut().enumerate() {
+            let z = match shift {
+                true => w.get(i + r3).copied().unwrap_or(FALSE),
+                false => w[(i + r3) % 32],
+            };
             let cs = &mut cs.namespace(|| format!("xor of bit {i}"));
-            *out = xor_bit(cs, self.bits[i], other.bits[i], bit(value, i))?;
+            *out = xor_bit(cs, t[i], z, bit(value, i))?;
         }
         Ok(Word { bits, value })
     }
@@ -517,14 +528,14 @@ impl Word {
 fn addmany<CS: ConstraintSystem<Scalar>>(
     mut cs: CS,
     eq: &mut Folded,
-    operands: &[Word],
+    operands: &[&Word],
     digest: Option<&mut Vec<Boolean>>,
 ) -> Result<Word, SynthesisError> {
     let sum = operands
         .iter()
         .try_fold(0u64, |s, w| Some(s + u64::from(w.value?)));
     if let Some(sum) = sum {
-        if operands.iter().all(Word::is_constant) {
+        if operands.iter().all(|w| w.is_constant()) {
             let w = Word::constant(sum as u32);
             if let Some(d) = digest {
                 d.extend(w.bits.iter().map(|&b| Boolean::constant(b == TRUE)));
@@ -581,7 +592,7 @@ impl Folded {
         &mut self,
         cs: &mut CS,
         num_bits: usize,
-        operands: &[Word],
+        operands: &[&Word],
         result: &[Bit],
     ) {
         if Scalar::CAPACITY as usize <= self.bits_used + num_bits {
@@ -643,39 +654,6 @@ fn shift_of(bits: usize) -> Scalar {
     Scalar::from(2u64).pow_vartime([bits as u64])
 }
 
-/// A round's `a` or `e`: a word (`n == 1`), or a sum not taken yet (bellpepper folds the next
-/// addition in) of the first `n` operands.
-struct Maybe {
-    ops: [Word; 8],
-    n: usize,
-}
-
-impl Maybe {
-    fn word(w: Word) -> Maybe {
-        let mut ops = [Word::constant(0); 8];
-        ops[0] = w;
-        Maybe { ops, n: 1 }
-    }
-
-    /// bellpepper's `Maybe::compute`: a word is itself, a sum is taken with `other` added.
-    fn compute<CS: ConstraintSystem<Scalar>>(
-        mut self,
-        cs: CS,
-        eq: &mut Folded,
-        other: Option<&Word>,
-        digest: Option<&mut Vec<Boolean>>,
-    ) -> Result<Word, SynthesisError> {
-        if self.n == 1 {
-            return Ok(self.ops[0]);
-        }
-        if let Some(o) = other {
-            self.ops[self.n] = *o;
-            self.n += 1;
-        }
-        addmany(cs, eq, &self.ops[..self.n], digest)
-    }
-}
-
 /// One compression of a 512-bit block (16 words) into `current`; with `digest`, the result's
 /// bits as `Boolean`s too (least significant first).
 fn compress<CS: ConstraintSystem<Scalar>>(
@@ -692,62 +670,60 @@ fn compress<CS: ConstraintSystem<Scalar>>(
     w[..16].copy_from_slice(input);
     for i in 16..64 {
         let cs = &mut cs.namespace(|| format!("w extension {i}"));
-        let s0 = w[i - 15].rotr(7);
-        let s0 = s0.xor(cs.namespace(|| "first xor for s0"), &w[i - 15].rotr(18))?;
-        let s0 = s0.xor(cs.namespace(|| "second xor for s0"), &w[i - 15].shr(3))?;
-        let s1 = w[i - 2].rotr(17);
-        let s1 = s1.xor(cs.namespace(|| "first xor for s1"), &w[i - 2].rotr(19))?;
-        let s1 = s1.xor(cs.namespace(|| "second xor for s1"), &w[i - 2].shr(10))?;
-        let ops = [w[i - 16], s0, w[i - 7], s1];
+        let names = ["first xor for s0", "second xor for s0"];
+        let s0 = w[i - 15].sigma(cs, names, (7, 18, 3), true)?;
+        let names = ["first xor for s1", "second xor for s1"];
+        let s1 = w[i - 2].sigma(cs, names, (17, 19, 10), true)?;
+        let ops = [&w[i - 16], &s0, &w[i - 7], &s1];
         w[i] = addmany(cs.namespace(|| "computation of w[i]"), &mut eq, &ops, None)?;
     }
 
-    let mut a = Maybe::word(current[0]);
-    let mut b = current[1];
-    let mut c = current[2];
-    let mut d = current[3];
-    let mut e = Maybe::word(current[4]);
-    let mut f = current[5];
-    let mut g = current[6];
-    let mut h = current[7];
+    // bellpepper's `Maybe`: `a` and `e` are the words of `current` at first, then sums not
+    // taken yet (each folds into the next addition): `e` of `temp1` and `d_e`, `a` of `temp1`,
+    // `s0` and `maj`, all of the round before.
+    let mut temp1 = [Word::constant(0); 5];
+    let (mut d_e, mut s0, mut maj) = (temp1[0], temp1[0], temp1[0]);
+    let [mut b, mut c, mut d, mut f, mut g, mut h] = [1, 2, 3, 5, 6, 7].map(|i| current[i]);
     for (i, &k) in ROUND_CONSTANTS.iter().enumerate() {
         let cs = &mut cs.namespace(|| format!("compression round {i}"));
-        let new_e = e.compute(
-            cs.namespace(|| "deferred e computation"),
-            &mut eq,
-            None,
-            None,
-        )?;
-        let s1 = new_e.rotr(6);
-        let s1 = s1.xor(cs.namespace(|| "first xor for s1"), &new_e.rotr(11))?;
-        let s1 = s1.xor(cs.namespace(|| "second xor for s1"), &new_e.rotr(25))?;
+        let t = &temp1;
+        let new_e = {
+            let cs = cs.namespace(|| "deferred e computation");
+            match i {
+                0 => current[4],
+                _ => addmany(
+                    cs,
+                    &mut eq,
+                    &[&t[0], &t[1], &t[2], &t[3], &t[4], &d_e],
+                    None,
+                )?,
+            }
+        };
+        let names = ["first xor for s1", "second xor for s1"];
+        let s1 = new_e.sigma(cs, names, (6, 11, 25), false)?;
         let ch = Word::ch(cs.namespace(|| "ch"), &new_e, &f, &g)?;
-        let temp1 = [h, s1, ch, Word::constant(k), w[i]];
 
-        let new_a = a.compute(
-            cs.namespace(|| "deferred a computation"),
-            &mut eq,
-            None,
-            None,
-        )?;
-        let s0 = new_a.rotr(2);
-        let s0 = s0.xor(cs.namespace(|| "first xor for s0"), &new_a.rotr(13))?;
-        let s0 = s0.xor(cs.namespace(|| "second xor for s0"), &new_a.rotr(22))?;
-        let maj = Word::maj(cs.namespace(|| "maj"), &new_a, &b, &c)?;
+        let new_a = {
+            let cs = cs.namespace(|| "deferred a computation");
+            let ops = [&t[0], &t[1], &t[2], &t[3], &t[4], &s0, &maj];
+            match i {
+                0 => current[0],
+                _ => addmany(cs, &mut eq, &ops, None)?,
+            }
+        };
+        let names = ["first xor for s0", "second xor for s0"];
+        s0 = new_a.sigma(cs, names, (2, 13, 22), false)?;
+        maj = Word::maj(cs.namespace(|| "maj"), &new_a, &b, &c)?;
 
+        // temp1 := h + S1 + ch + k[i] + w[i]; e := d + temp1; a := temp1 + S0 + maj.
+        temp1 = [h, s1, ch, Word::constant(k), w[i]];
+        d_e = d;
         h = g;
         g = f;
         f = new_e;
-        let mut ops = [Word::constant(0); 8];
-        ops[..5].copy_from_slice(&temp1);
-        ops[5] = d;
-        e = Maybe { ops, n: 6 };
         d = c;
         c = b;
         b = new_a;
-        ops[5] = s0;
-        ops[6] = maj;
-        a = Maybe { ops, n: 7 };
     }
 
     let mut kept: [Option<&mut Vec<Boolean>>; 8] = match digest {
@@ -755,24 +731,25 @@ fn compress<CS: ConstraintSystem<Scalar>>(
         None => Default::default(),
     };
     let mut keep = |i: usize| kept[i].take();
-    let h0 = a.compute(
+    let t = &temp1;
+    let h0 = addmany(
         cs.namespace(|| "deferred h0 computation"),
         &mut eq,
-        Some(&current[0]),
+        &[&t[0], &t[1], &t[2], &t[3], &t[4], &s0, &maj, &current[0]],
         keep(0),
     )?;
-    let h1 = add_into(cs, &mut eq, current, 1, b, keep(1))?;
-    let h2 = add_into(cs, &mut eq, current, 2, c, keep(2))?;
-    let h3 = add_into(cs, &mut eq, current, 3, d, keep(3))?;
-    let h4 = e.compute(
+    let h1 = add_into(cs, &mut eq, current, 1, &b, keep(1))?;
+    let h2 = add_into(cs, &mut eq, current, 2, &c, keep(2))?;
+    let h3 = add_into(cs, &mut eq, current, 3, &d, keep(3))?;
+    let h4 = addmany(
         cs.namespace(|| "deferred h4 computation"),
         &mut eq,
-        Some(&current[4]),
+        &[&t[0], &t[1], &t[2], &t[3], &t[4], &d_e, &current[4]],
         keep(4),
     )?;
-    let h5 = add_into(cs, &mut eq, current, 5, f, keep(5))?;
-    let h6 = add_into(cs, &mut eq, current, 6, g, keep(6))?;
-    let h7 = add_into(cs, &mut eq, current, 7, h, keep(7))?;
+    let h5 = add_into(cs, &mut eq, current, 5, &f, keep(5))?;
+    let h6 = add_into(cs, &mut eq, current, 6, &g, keep(6))?;
+    let h7 = add_into(cs, &mut eq, current, 7, &h, keep(7))?;
     // MultiEq's drop: what is left folds into the block's last constraint.
     if eq.bits_used > 0 {
         eq.flush(cs);
@@ -786,13 +763,13 @@ fn add_into<CS: ConstraintSystem<Scalar>>(
     eq: &mut Folded,
     current: &[Word; 8],
     i: usize,
-    w: Word,
+    w: &Word,
     digest: Option<&mut Vec<Boolean>>,
 ) -> Result<Word, SynthesisError> {
     addmany(
         cs.namespace(|| format!("new h{i}")),
         eq,
-        &[current[i], w],
+        &[&current[i], w],
         digest,
     )
 }
@@ -1085,12 +1062,29 @@ mod tests {
     }
 
     /// Witness-only synthesis time per aux variable of a PoRep label's hash (1248 bytes, 20
-    /// blocks), bellpepper's gadget and the lean one, rows sampled as the engine does:
+    /// blocks) by bellpepper's gadget and the lean one, rows sampled as the engine does, beside
+    /// the floor (as many bare `AllocatedBit::alloc`s, one variable and one constraint each):
     /// `cargo test --release -p cuzk-filecoin --lib sha256_cost -- --ignored --nocapture`.
+    /// For a profiler: `SHA256_COST_LEAN_ONLY=1` (the lean gadget only), `SHA256_COST_ROUNDS=n`
+    /// (syntheses per measure, 20 by default).
     #[test]
     #[ignore]
     fn sha256_cost() {
+        struct Bare(usize);
+        impl Circuit<Scalar> for Bare {
+            fn synthesize<CS: ConstraintSystem<Scalar>>(
+                self,
+                cs: &mut CS,
+            ) -> Result<(), SynthesisError> {
+                for i in 0..self.0 {
+                    AllocatedBit::alloc(cs.namespace(|| "bit"), Some(i * 7 % 3 == 1))?;
+                }
+                Ok(())
+            }
+        }
         let every = cuzk_engine::recorded::RecordOptions::default().sample_rows;
+        let lean_only = std::env::var_os("SHA256_COST_LEAN_ONLY").is_some();
+        let rounds: usize = std::env::var("SHA256_COST_ROUNDS").map_or(20, |r| r.parse().unwrap());
         let hash = |lean| Hash {
             len: 1248,
             seed: 1,
@@ -1098,18 +1092,26 @@ mod tests {
             lean,
         };
         let (rec, _) = record(hash(true), false, 0).unwrap();
-        let aux = rec.counts().aux as f64;
-        for lean in [false, true, false, true] {
+        let aux = rec.counts().aux;
+        let time = |f: &dyn Fn()| {
             let start = std::time::Instant::now();
-            let rounds = 20;
             for _ in 0..rounds {
-                witness(&rec, hash(lean), 0, every, 0).unwrap();
+                f();
             }
-            let ns = start.elapsed().as_secs_f64() * 1e9 / rounds as f64 / aux;
-            println!(
-                "{}: {ns:.1} ns per aux variable ({aux} aux)",
-                if lean { "lean" } else { "bellpepper" }
-            );
+            start.elapsed().as_secs_f64() * 1e9 / rounds as f64 / aux as f64
+        };
+        if !lean_only {
+            let (bare, _) = record(Bare(aux), false, 0).unwrap();
+            let ns = time(&|| drop(witness(&bare, Bare(aux), 0, every, 0).unwrap()));
+            println!("bare AllocatedBit::alloc: {ns:.1} ns per aux variable");
+        }
+        for lean in [false, true, false, true] {
+            if lean_only && !lean {
+                continue;
+            }
+            let ns = time(&|| drop(witness(&rec, hash(lean), 0, every, 0).unwrap()));
+            let name = if lean { "lean" } else { "bellpepper" };
+            println!("{name}: {ns:.1} ns per aux variable ({aux} aux)");
         }
     }
 }
