@@ -31,8 +31,8 @@ use crate::host_memory::HostMemory;
 use crate::job::{
     JobError, JobId, JobOutput, JobSpec, Priority, Randomness, SynthFn, Synthesis, SynthesisProbe,
 };
-use crate::tier::{choose, Dims, Tier};
 use crate::synth_workers::SynthWorkers;
+use crate::tier::{choose, Dims, Tier};
 use crate::timeline::{Lane, Timeline};
 use crate::upload::{Upload, UploadActor};
 use crate::work::{PartKey, Ticket};

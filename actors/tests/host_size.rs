@@ -112,7 +112,11 @@ fn partitions_take_no_more_host_memory_than_they_are_admitted_for() {
     };
     for (opts, what, admitted) in [
         (&host, "witness-only", Dims::of(&srs).host_recorded()),
-        (&device, "witness-only, splits on the device", Dims::of(&srs).host_witness()),
+        (
+            &device,
+            "witness-only, splits on the device",
+            Dims::of(&srs).host_witness(),
+        ),
     ] {
         let (peak, admitted) = measured(&f, &srs, true, opts, what, admitted);
         assert!(

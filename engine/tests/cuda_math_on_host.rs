@@ -1049,7 +1049,12 @@ fn recorded_splits_match_the_host_on_the_host() {
     let mut rng = rng();
     let run = |w: &[Scalar], idx: Option<&[u32]>, base: usize, n: usize| -> (Vec<u8>, Vec<u8>) {
         let hdr = [2, w.len(), n, idx.is_some() as usize, base].map(|x| x as u64);
-        let req = [as_bytes(&hdr), idx.map(as_bytes).unwrap_or(&[]), as_bytes(w)].concat();
+        let req = [
+            as_bytes(&hdr),
+            idx.map(as_bytes).unwrap_or(&[]),
+            as_bytes(w),
+        ]
+        .concat();
         let mut out = exchange(&exe, &req, &format!("split of {n}"));
         let ones = out.split_off(32 * n);
         (out, ones)
@@ -1089,7 +1094,8 @@ fn recorded_splits_match_the_host_on_the_host() {
                 run(&w, Some(&gb), 0, gb.len()),
             ];
             for ((tail, ones), (want, which)) in
-                got.iter().zip([(&want.0, "l"), (&want.1, "a"), (&want.2, "b")])
+                got.iter()
+                    .zip([(&want.0, "l"), (&want.1, "a"), (&want.2, "b")])
             {
                 let what = format!("{name} {size} (random witness {random}): split {which}");
                 assert_eq!(tail.as_slice(), as_bytes(&want.tail), "{what}: tail");
@@ -1105,7 +1111,11 @@ fn recorded_splits_match_the_host_on_the_host() {
         let want = cuzk_engine::prover::Split::new(w[3..].to_vec());
         let (tail, ones) = run(&w, None, 3, n);
         assert_eq!(tail.as_slice(), as_bytes(&want.tail), "{n} outputs: tail");
-        assert_eq!(ones.as_slice(), as_bytes(want.ones.words()), "{n} outputs: ones");
+        assert_eq!(
+            ones.as_slice(),
+            as_bytes(want.ones.words()),
+            "{n} outputs: ones"
+        );
     }
 }
 

@@ -111,14 +111,19 @@ fn recorded_splits_match_the_host() {
             let want = splits(&inputs, aux.clone(), [&a_aux, &b_in, &b_aux]);
             let w = d.upload_witness(dev, &inputs, &aux).unwrap();
             let got = d.splits(dev, &w).unwrap();
-            for (g, (want, which)) in got.iter().zip([(&want.0, "l"), (&want.1, "a"), (&want.2, "b")]) {
+            for (g, (want, which)) in
+                got.iter()
+                    .zip([(&want.0, "l"), (&want.1, "a"), (&want.2, "b")])
+            {
                 let what = format!("{name} {size} (random {random}): split {which}");
                 assert_eq!(g.n as usize, want.tail.len(), "{what}: length");
                 let mut tail = vec![Scalar::ZERO; want.tail.len()];
-                dev.download(&g.tail, 0, as_bytes_mut(&mut tail), "tail").unwrap();
+                dev.download(&g.tail, 0, as_bytes_mut(&mut tail), "tail")
+                    .unwrap();
                 assert!(tail == want.tail, "{what}: tails differ");
                 let mut ones = vec![0u64; want.ones.words().len()];
-                dev.download(&g.ones, 0, as_bytes_mut(&mut ones), "ones").unwrap();
+                dev.download(&g.ones, 0, as_bytes_mut(&mut ones), "ones")
+                    .unwrap();
                 assert_eq!(ones, want.ones.words(), "{what}: one-bitmaps differ");
             }
         }

@@ -123,7 +123,10 @@ const KERNELS: &[(Module, &[&str])] = &[
             "reduce_sum_g2",
         ],
     ),
-    (Module::Spmv, &["spmv_rows", "spmv_unsatisfied", "split_gather"]),
+    (
+        Module::Spmv,
+        &["spmv_rows", "spmv_unsatisfied", "split_gather"],
+    ),
     (Module::FixedBase, &["fixed_base_g1", "fixed_base_g2"]),
 ];
 
