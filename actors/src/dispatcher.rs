@@ -303,7 +303,7 @@ impl Dispatcher {
             let l = crate::log::component("dispatcher");
             match limit {
                 Some(l_now) => {
-                    slog::warn!(l, "other processes hold device memory: the VRAM budget admits less until they free it";
+                    slog::warn!(l, "other processes (or this engine's resident recordings) hold device memory: the VRAM budget admits less until they free it";
                     "gpu" => gpu, "others_mib" => m.others() >> 20, "free_mib" => m.free >> 20,
                     "admits_mib" => l_now >> 20, "capacity_mib" => budget.capacity() >> 20,
                     "reserved_mib" => budget.reserved() >> 20)

@@ -6,7 +6,10 @@
 //! - the SRS bases are uploaded once per parameter set and stay resident on the device;
 //! - on the recorded path (`Prepared::recorded`), only the witness is uploaded: the shape's
 //!   matrices are resident (`DeviceRecording`, one per shape per GPU), `a`, `b`, `c` are computed
-//!   from the witness on the copy stream and every row checked there, before `compute`;
+//!   from the witness on the copy stream and every row checked there, and the MSM scalar splits
+//!   built there too where `prepare` left them (`Prepared::splits_pending`), before `compute`;
+//!   `memory` reports the resident recordings as held by others, so the VRAM budget leaves room
+//!   for them;
 //! - `compute` queues H and every MSM of a partition, from device memory only (H's coefficients
 //!   never leave the device before the H-MSM), on the GPU's one kernel stream, with no host
 //!   synchronisation, and returns at once: the partition's kernels run right after the previous
@@ -509,7 +512,15 @@ impl Backend for PipelinedGpu {
     }
 
     fn memory(&self) -> Option<crate::backend::DeviceMemory> {
+        // The resident recordings (matrices and query gathers: 9.56 GB at 32 GiB PoRep) are
+        // held outside every reservation, so they count as held by others: the budget admits
+        // only what is left beside them.
+        let held = self.recording_bytes();
         crate::gpu::pool::memory(&self.inner.device().ctx)
+            .map(|mut m| {
+                m.ours = m.ours.saturating_sub(held);
+                m
+            })
             .map_err(|e| log::warn!("{e}: the VRAM budget keeps its last reading"))
             .ok()
     }
