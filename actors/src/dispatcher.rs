@@ -469,7 +469,7 @@ impl Dispatcher {
     /// beyond what the partition was admitted for: logged when it happens).
     fn splits_on_device(&self, dims: &Dims) -> bool {
         let resident = if self.srs_resident {
-            dims.resident((self.depth - 1).max(1))
+            self.resident_need(dims)
         } else {
             0
         };
@@ -479,6 +479,12 @@ impl Dispatcher {
                 d.splits_on_device()
                     && matches!(choose(dims, room, self.srs_resident), Some((Tier::Full, _)))
             })
+    }
+
+    /// Device bytes a resident SRS of these dims reserves on a GPU: its bases and one MSM's
+    /// scratch per compute worker.
+    fn resident_need(&self, dims: &Dims) -> u64 {
+        dims.resident((self.depth - 1).max(1))
     }
 
     /// A partition's synthesis ended (or was dropped before it began).
@@ -495,8 +501,7 @@ impl Dispatcher {
         gpu: usize,
         srs: &Arc<cuzk_srs::Srs>,
     ) -> Result<Option<u64>, String> {
-        let d = Dims::of(srs);
-        let need = d.resident((self.depth - 1).max(1));
+        let need = self.resident_need(&Dims::of(srs));
         if let Some((weak, res, bytes)) = &self.resident[gpu] {
             if weak.upgrade().is_some_and(|r| Arc::ptr_eq(&r, srs)) {
                 return Ok(Some(*bytes));

@@ -27,12 +27,13 @@ pub struct DeviceRecording {
     aux: usize,
 }
 
-/// One MSM's scalars split on the device: `tail` (`n` Fr, zero where a one stood) and `ones`
-/// (`⌈n / 64⌉` u64 words, the bits where a one stood), as `prover::Split` holds them.
-pub struct SplitOnDevice {
+/// One MSM's scalars on the device, as `prover::Split` holds them: `tail` (`n` Fr, zero where a
+/// one stood) and, if any scalar is one, `ones` (`⌈n / 64⌉` u64 words, the bits where a one
+/// stood). Built here from a witness, or uploaded from a host `Split` (`PipelinedGpu::stage`).
+pub struct DeviceSplit {
     pub tail: DevBuf,
-    pub ones: DevBuf,
     pub n: u64,
+    pub ones: Option<DevBuf>,
 }
 
 /// The witness columns the A and B queries take, in order (`prover::splits`' gathers): A:
@@ -189,7 +190,7 @@ impl DeviceRecording {
     /// The three MSM scalar splits of the witness `w` (`inputs ++ aux`, as uploaded): `l` over
     /// the aux, `a_query` and `b_query` gathered by the query columns; queued on the device's
     /// stream, equal to the host's `prover::splits` word for word.
-    pub fn splits(&self, dev: &GpuDevice, w: &DevBuf) -> Result<[SplitOnDevice; 3]> {
+    pub fn splits(&self, dev: &GpuDevice, w: &DevBuf) -> Result<[DeviceSplit; 3]> {
         let cols = (self.inputs + self.aux) as u64;
         if (w.len() as u64) < 32 * cols {
             return Err(backend_err(format!(
@@ -197,7 +198,7 @@ impl DeviceRecording {
                 w.len()
             )));
         }
-        let split = |idx: u64, base: u64, n: u64| -> Result<SplitOnDevice> {
+        let split = |idx: u64, base: u64, n: u64| -> Result<DeviceSplit> {
             let tail = dev.alloc(32 * n.max(1) as usize, "split scalars")?;
             let ones = dev.alloc(8 * n.div_ceil(64).max(1) as usize, "split one-bits")?;
             if n > 0 {
@@ -213,7 +214,11 @@ impl DeviceRecording {
                     &n
                 )?;
             }
-            Ok(SplitOnDevice { tail, ones, n })
+            Ok(DeviceSplit {
+                tail,
+                n,
+                ones: Some(ones),
+            })
         };
         let [(ga, na), (gb, nb)] = &self.gather;
         Ok([

@@ -33,29 +33,12 @@ use super::buf::DevBuf;
 use super::h::{compute_h_device, HDomain};
 use super::msm::QueuedMsm;
 use super::points::{g1_from_xyzz, g2_from_xyzz, Curve};
-use super::spmv::{DeviceRecording, SplitOnDevice};
+use super::spmv::{DeviceRecording, DeviceSplit};
 use super::{as_bytes, as_bytes_mut, backend_err, GpuBackend, GpuDevice, Result};
 use crate::backend::{Backend, Bitmap, Computed, Staged, COPY_PIECE, PAGE};
 use crate::prover::{unsatisfied, Prepared, Recorded, Split, Sums};
 use crate::recorded::Recording;
 use crate::timings::Timings;
-
-/// One MSM's scalars and, if any scalar is one, its bitmap.
-struct DeviceSplit {
-    tail: DevBuf,
-    n: u64,
-    ones: Option<DevBuf>,
-}
-
-impl From<SplitOnDevice> for DeviceSplit {
-    fn from(s: SplitOnDevice) -> Self {
-        DeviceSplit {
-            tail: s.tail,
-            n: s.n,
-            ones: Some(s.ones),
-        }
-    }
-}
 
 /// A partition on the device.
 struct OnDevice {
@@ -296,7 +279,7 @@ impl PipelinedGpu {
         let [a, b, c] = products;
         let (l, a_query, b_query) = if r.splits_pending {
             // From the uploaded witness, on the copy stream: nothing more crosses PCIe.
-            let [l, a, b] = dr.splits(dev, &w)?.map(DeviceSplit::from);
+            let [l, a, b] = dr.splits(dev, &w)?;
             (l, a, b)
         } else {
             // Built by `prepare`, on the synthesis thread.
