@@ -15,9 +15,10 @@
 //    sectors L2 gathers before they go to memory); msm_scatter_fine takes those records in
 //    order and puts each index at its bucket's next place, so its writes at any time fall
 //    within one or two bins' places, which L2 holds.
-// 4. msm_accumulate_*: a fixed share of every window's sorted list per thread (the same number
-//    of mixed additions for every thread, whatever the bucket sizes; G1 in lockstep blocks,
-//    see `accumulate`): a bucket that starts in a
+// 4. msm_accumulate_*: each window's sorted digits in equal shares over the window's threads
+//    (`window_share`: the same number of mixed additions for every thread of a window, whatever
+//    the bucket sizes or the zero digits; G1 in lockstep blocks, see `accumulate`): a bucket
+//    that starts in a
 //    thread's share is summed by that thread into the bucket sums; a bucket that began in an
 //    earlier share leaves this thread's part of it as the thread's "head partial".
 //    msm_fold_heads_*: the head partials of the threads a bucket spills into are summed in a
@@ -242,7 +243,30 @@ __device__ __forceinline__ u32 bucket_at(const u32* ow, u32 B, u32 p) {
     return lo;
 }
 
-// LOCKSTEP: every thread of the block runs `per` rounds (idle ones too, doing nothing) with a
+// A window's share per accumulation thread: its digits spread evenly over the window's tpw
+// threads (tpw = ceil(n / per), so the share is at most `per`, the plan's share for a window of n
+// digits). Zero digits take no place, so sparse scalars (the tails of a witness that is mostly
+// bits, ~1 % of them nonzero in a PoRep partition) still keep every thread at work, each with a
+// smaller share, instead of leaving all but the first few threads of each window idle while
+// those add `per` points each. Every kernel after the sort derives the shares the same way.
+__device__ __forceinline__ u32 window_share(u32 total, u64 tpw) {
+    return max(1u, (u32)((total + tpw - 1) / tpw));
+}
+
+// The rounds of a lockstep block: the largest share of the windows its threads fall in (0 for a
+// block past the last window). A function of the block index only, so every thread of the block
+// gets the same count and meets the same barriers.
+__device__ __forceinline__ u32 block_rounds(const u32* offsets, const u32* counts, u64 tpw, u32 nwin, u32 B) {
+    const u64 first = (u64)blockIdx.x * blockDim.x;
+    const u64 end = min(first + blockDim.x, tpw * nwin);
+    if (first >= end) return 0;
+    u32 rounds = 0;
+    for (u64 w = first / tpw; w <= (end - 1) / tpw; w++)
+        rounds = max(rounds, window_share(offsets[w * B + B - 1] + counts[w * B + B - 1], tpw));
+    return rounds;
+}
+
+// LOCKSTEP: every thread of the block runs `block_rounds` rounds (idle ones too, doing nothing) with a
 // barrier after each, so the block's warps walk the long, fully inlined addition together and
 // share the instruction cache instead of missing it at different places (G1: one block of 512
 // threads per SM, `msm_accumulate_g1_lockstep`; the same for G2, whose addition is made of calls,
@@ -259,10 +283,11 @@ __device__ __forceinline__ void accumulate(const u32* bases, const u32* sorted, 
     const u32* ow = offsets + w * B;
     const u32* cw = counts + w * B;
     const u32 total = live ? ow[B - 1] + cw[B - 1] : 0;
-    const u32 lo = live ? t * per : 0;
+    const u32 share = live ? window_share(total, tpw) : 1;
+    const u32 lo = live ? t * share : 0;
     live = live && lo < total;
     if (!LOCKSTEP && !live) return;
-    const u32 hi = live ? min(lo + per, total) : lo;
+    const u32 hi = live ? min(lo + share, total) : lo;
     const u32* list = sorted + w * n;
     u32* bw = buckets + (u64)Xyzz<F>::WORDS * (w * B);
 
@@ -270,7 +295,7 @@ __device__ __forceinline__ void accumulate(const u32* bases, const u32* sorted, 
     bool head = live && ow[b] < lo;  // the run continues a bucket that began in an earlier share
     u32 run_end = live ? ow[b] + cw[b] : 0;
     Xyzz<F> acc = Xyzz<F>::inf();
-    const u32 rounds = LOCKSTEP ? per : hi - lo;
+    const u32 rounds = LOCKSTEP ? block_rounds(offsets, counts, tpw, nwin, B) : hi - lo;
     for (u32 k = 0; k < rounds; k++) {
         const u32 p = lo + k;
         if (p < hi) {
@@ -295,21 +320,23 @@ __device__ __forceinline__ void accumulate(const u32* bases, const u32* sorted, 
 
 // The calling thread's share of a window's sorted points, for the kernels after the
 // accumulation: window w, share t of the window's tpw, its offsets and counts, the window's
-// total and the share's first position lo; ok: a share that holds points.
+// total, the share's length per (`window_share`) and first position lo; ok: a share that holds
+// points.
 struct Share {
     u64 idx, tpw, w;
-    u32 t, total, lo;
+    u32 t, total, lo, per;
     const u32* ow;
     const u32* cw;
     bool ok;
-    __device__ __forceinline__ Share(const u32* offsets, const u32* counts, u64 n, u32 nwin, u32 B, u32 per)
-        : idx((u64)blockIdx.x * blockDim.x + threadIdx.x), tpw((n + per - 1) / per) {
+    __device__ __forceinline__ Share(const u32* offsets, const u32* counts, u64 n, u32 nwin, u32 B, u32 plan_per)
+        : idx((u64)blockIdx.x * blockDim.x + threadIdx.x), tpw((n + plan_per - 1) / plan_per) {
         const bool in = idx < tpw * nwin;
         w = in ? idx / tpw : 0;
         t = (u32)(idx - w * tpw);
         ow = offsets + w * B;
         cw = counts + w * B;
         total = in ? ow[B - 1] + cw[B - 1] : 0;
+        per = window_share(total, tpw);
         lo = t * per;
         ok = in && lo < total;
     }
@@ -329,7 +356,7 @@ __device__ __forceinline__ void fold_heads(const u32* offsets, const u32* counts
     const u32* ow = sh.ow;
     const u32 b = bucket_at(ow, B, sh.lo);
     if (ow[b] >= sh.lo) return;  // the bucket starts in this share: no head partial
-    const u32 first = ow[b] / per + 1, last = (ow[b] + sh.cw[b] - 1) / per;
+    const u32 first = ow[b] / sh.per + 1, last = (ow[b] + sh.cw[b] - 1) / sh.per;
     const u32 step = 1u << r;
     if (((sh.t - first) & (2 * step - 1)) != 0 || sh.t + step > last) return;
     u32* mine = partials + (u64)Xyzz<F>::WORDS * sh.idx;
@@ -343,15 +370,15 @@ template <class F>
 __device__ __forceinline__ void fixup(const u32* offsets, const u32* counts, u32* buckets, const u32* partials, u64 n,
                                       u32 nwin, u32 B, u32 per, u32 folded) {
     const Share sh(offsets, counts, n, nwin, B, per);
-    if (!sh.ok || sh.lo + per >= sh.total) return;
-    const u32 hi = sh.lo + per;
+    if (!sh.ok || sh.lo + sh.per >= sh.total) return;
+    const u32 hi = sh.lo + sh.per;
     const u32 b = bucket_at(sh.ow, B, hi - 1);
     const u32 end = sh.ow[b] + sh.cw[b];
     if (sh.ow[b] < sh.lo || end <= hi) return;
     u32* slot = buckets + (u64)Xyzz<F>::WORDS * (sh.w * B + b);
     Xyzz<F> acc = Xyzz<F>::load(slot);
     if (folded) acc = acc.add(Xyzz<F>::load(partials + (u64)Xyzz<F>::WORDS * (sh.idx + 1)));
-    else for (u64 k = sh.idx + 1; (u64)(k - sh.w * sh.tpw) * per < end; k++) acc = acc.add(Xyzz<F>::load(partials + (u64)Xyzz<F>::WORDS * k));
+    else for (u64 k = sh.idx + 1; (u64)(k - sh.w * sh.tpw) * sh.per < end; k++) acc = acc.add(Xyzz<F>::load(partials + (u64)Xyzz<F>::WORDS * k));
     acc.store(slot);
 }
 

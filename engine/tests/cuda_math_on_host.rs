@@ -497,7 +497,18 @@ fn msm_kernels_match_blstrs_on_the_host() {
     s[9] = s[8];
     s[11] = s[10];
     let skewed = vec![s[3]; n]; // one bucket per window, spilling over every share
-    for sc in [&s, &skewed] {
+    // A witness tail: mostly zero (the ones are in the bitmap), a few full scalars and small
+    // values, so that each window has far fewer digits than points and its shares shrink
+    // (`window_share`); and no digit at all.
+    let sparse: Vec<Scalar> = (0..n)
+        .map(|i| match i % 41 {
+            0 => s[i],
+            7 if i % 3 == 0 => Scalar::from(i as u64),
+            _ => Scalar::ZERO,
+        })
+        .collect();
+    let zeros = vec![Scalar::ZERO; n];
+    for sc in [&s, &skewed, &sparse, &zeros] {
         let want: G1Projective = pts.iter().zip(sc.iter()).map(|(p, k)| p * k).sum();
         for (c, per) in [(4, 1), (5, 7), (9, 3), (13, 16), (16, 600), (16, 2)] {
             // Kind 1: the 128-thread accumulation; kind 5: the lockstep one (whole blocks of

@@ -119,7 +119,9 @@ pub struct MsmPlan {
     pub buckets: u32,
     /// Bucket-reduction segments per window.
     pub segments: u32,
-    /// Sorted points per accumulation thread and window.
+    /// Sorted points per accumulation thread and window for a window of `n` nonzero digits: it
+    /// fixes the threads per window (ceil(n / per)); a window with fewer nonzero digits spreads
+    /// them evenly over the same threads (cuda-src/msm.cu, `window_share`).
     pub per_thread: u32,
 }
 
