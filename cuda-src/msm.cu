@@ -170,7 +170,11 @@ extern "C" __global__ void msm_tile_scan(const u32* counts, const u32* tile_offs
 }
 
 // One pass (small windows): windows [w0, w1), digit d of point i to its bucket's next place.
-extern "C" __global__ void msm_scatter(const u32* scalars, u32* cursor, u32* sorted, u64 n, u32 c, u32 w0, u32 w1) {
+// Window w's list is sorted[w · stride, w · stride + its digit count); stride bounds the digits
+// of a window (the plan's nonzero scalars, at most n), and a digit past it is dropped rather than
+// written over the next window (a wrong bound gives a wrong sum, which the self-check catches, not
+// a stray write).
+extern "C" __global__ void msm_scatter(const u32* scalars, u32* cursor, u32* sorted, u64 n, u64 stride, u32 c, u32 w0, u32 w1) {
     u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     Digits dg(scalars + 8 * i, c);
@@ -179,7 +183,7 @@ extern "C" __global__ void msm_scatter(const u32* scalars, u32* cursor, u32* sor
         u32 d = dg.next(w);
         if (w < w0 || d == NO_DIGIT) continue;
         u32 pos = atomicAdd(&cursor[(u64)w * B + (d & 0x7fffffffu)], 1u);
-        sorted[(u64)w * n + pos] = (u32)i | (d & 0x80000000u);
+        if (pos < stride) sorted[(u64)w * stride + pos] = (u32)i | (d & 0x80000000u);
     }
 }
 
@@ -187,14 +191,14 @@ extern "C" __global__ void msm_scatter(const u32* scalars, u32* cursor, u32* sor
 #define MSM_SORT_BINS 32
 
 // Two passes (wide windows), the coarse one: windows [w0, w1), digit d of point i goes, as the
-// record (bucket << 32) | i | sign, to records[(w - w0) n + p], p the next place of its bin of
+// record (bucket << 32) | i | sign, to records[(w - w0) stride + p], p the next place of its bin of
 // 2^bin_bits buckets (at most MSM_SORT_BINS bins a window; a bin's places start at its first
 // bucket's offset; bin_fill[w · MSM_SORT_BINS + bin] counts the places taken). A block counts its
 // digits per bin in shared memory and takes each bin's places with one atomic, so the bins'
 // counters (a few hundred, hit by every digit) see one atomic per block and bin, and a block's
 // records of a bin are one run. Any block size (the host emulation runs small blocks).
-extern "C" __global__ void msm_scatter_coarse(const u32* scalars, const u32* offsets, u32* bin_fill, u64* records, u64 n, u32 c,
-                                              u32 w0, u32 w1, u32 bin_bits) {
+extern "C" __global__ void msm_scatter_coarse(const u32* scalars, const u32* offsets, u32* bin_fill, u64* records, u64 n,
+                                              u64 stride, u32 c, u32 w0, u32 w1, u32 bin_bits) {
     __shared__ u32 count[MSM_SORT_BINS], base[MSM_SORT_BINS];
     const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     const bool live = i < n;
@@ -213,23 +217,30 @@ extern "C" __global__ void msm_scatter_coarse(const u32* scalars, const u32* off
         for (u32 k = threadIdx.x; k < bins; k += blockDim.x)
             base[k] = offsets[(u64)w * B + (k << bin_bits)] + atomicAdd(&bin_fill[w * MSM_SORT_BINS + k], count[k]);
         __syncthreads();
-        if (has) records[(u64)(w - w0) * n + base[bin] + rank] = (u64)bucket << 32 | (u32)i | (d & 0x80000000u);
+        if (has && base[bin] + rank < stride)
+            records[(u64)(w - w0) * stride + base[bin] + rank] = (u64)bucket << 32 | (u32)i | (d & 0x80000000u);
     }
 }
 
-// Record r of windows [w0, w1) (r < (w1 - w0) n; window w0 + r / n, place r mod n, which holds a
-// record below the window's digit count `total`): its index to the bucket's next place.
-extern "C" __global__ void msm_scatter_fine(const u64* records, const u32* offsets, const u32* counts, u32* cursor, u32* sorted,
-                                            u64 n, u32 w0, u32 w1, u32 B) {
-    const u64 r = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= (u64)(w1 - w0) * n) return;
-    const u64 w = w0 + r / n;
-    const u32 p = (u32)(r % n);
+// A window's digit count as the kernels after the sort see it: at most the lists' stride.
+__device__ __forceinline__ u32 window_total(const u32* offsets, const u32* counts, u64 w, u32 B, u64 stride) {
     const u32 total = offsets[w * B + B - 1] + counts[w * B + B - 1];
-    if (p >= total) return;
+    return total < stride ? total : (u32)stride;
+}
+
+// Record r of windows [w0, w1) (r < (w1 - w0) stride; window w0 + r / stride, place r mod
+// stride, which holds a record below the window's digit count `total`): its index to the
+// bucket's next place.
+extern "C" __global__ void msm_scatter_fine(const u64* records, const u32* offsets, const u32* counts, u32* cursor, u32* sorted,
+                                            u64 stride, u32 w0, u32 w1, u32 B) {
+    const u64 r = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= (u64)(w1 - w0) * stride) return;
+    const u64 w = w0 + r / stride;
+    const u32 p = (u32)(r % stride);
+    if (p >= window_total(offsets, counts, w, B, stride)) return;
     const u64 rec = records[r];
     const u32 pos = atomicAdd(&cursor[w * B + (u32)(rec >> 32)], 1u);
-    sorted[w * n + pos] = (u32)rec;
+    if (pos < stride) sorted[w * stride + pos] = (u32)rec;
 }
 
 // The bucket holding sorted position p of a window: the largest b with offsets[b] <= p (that
@@ -244,8 +255,8 @@ __device__ __forceinline__ u32 bucket_at(const u32* ow, u32 B, u32 p) {
 }
 
 // A window's share per accumulation thread: its digits spread evenly over the window's tpw
-// threads (tpw = ceil(n / per), so the share is at most `per`, the plan's share for a window of n
-// digits). Zero digits take no place, so sparse scalars (the tails of a witness that is mostly
+// threads (tpw = ceil(stride / per), so the share is at most `per`, the plan's share for a window
+// of `stride` digits, the most a window can hold). Zero digits take no place, so sparse scalars (the tails of a witness that is mostly
 // bits, ~1 % of them nonzero in a PoRep partition) still keep every thread at work, each with a
 // smaller share, instead of leaving all but the first few threads of each window idle while
 // those add `per` points each. Every kernel after the sort derives the shares the same way.
@@ -256,13 +267,13 @@ __device__ __forceinline__ u32 window_share(u32 total, u64 tpw) {
 // The rounds of a lockstep block: the largest share of the windows its threads fall in (0 for a
 // block past the last window). A function of the block index only, so every thread of the block
 // gets the same count and meets the same barriers.
-__device__ __forceinline__ u32 block_rounds(const u32* offsets, const u32* counts, u64 tpw, u32 nwin, u32 B) {
+__device__ __forceinline__ u32 block_rounds(const u32* offsets, const u32* counts, u64 tpw, u32 nwin, u32 B, u64 stride) {
     const u64 first = (u64)blockIdx.x * blockDim.x;
     const u64 end = min(first + blockDim.x, tpw * nwin);
     if (first >= end) return 0;
     u32 rounds = 0;
     for (u64 w = first / tpw; w <= (end - 1) / tpw; w++)
-        rounds = max(rounds, window_share(offsets[w * B + B - 1] + counts[w * B + B - 1], tpw));
+        rounds = max(rounds, window_share(window_total(offsets, counts, w, B, stride), tpw));
     return rounds;
 }
 
@@ -273,8 +284,8 @@ __device__ __forceinline__ u32 block_rounds(const u32* offsets, const u32* count
 // was 5 % slower on an H200).
 template <class F, bool INLINE, bool LOCKSTEP>
 __device__ __forceinline__ void accumulate(const u32* bases, const u32* sorted, const u32* offsets, const u32* counts,
-                                           u32* buckets, u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
-    const u64 tpw = (n + per - 1) / per;  // threads per window
+                                           u32* buckets, u32* partials, u64 stride, u32 nwin, u32 B, u32 per) {
+    const u64 tpw = (stride + per - 1) / per;  // threads per window
     const u64 idx = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     bool live = idx < tpw * nwin;
     if (!LOCKSTEP && !live) return;
@@ -282,20 +293,20 @@ __device__ __forceinline__ void accumulate(const u32* bases, const u32* sorted, 
     const u32 t = (u32)(idx - w * tpw);
     const u32* ow = offsets + w * B;
     const u32* cw = counts + w * B;
-    const u32 total = live ? ow[B - 1] + cw[B - 1] : 0;
+    const u32 total = live ? window_total(offsets, counts, w, B, stride) : 0;
     const u32 share = live ? window_share(total, tpw) : 1;
     const u32 lo = live ? t * share : 0;
     live = live && lo < total;
     if (!LOCKSTEP && !live) return;
     const u32 hi = live ? min(lo + share, total) : lo;
-    const u32* list = sorted + w * n;
+    const u32* list = sorted + w * stride;
     u32* bw = buckets + (u64)Xyzz<F>::WORDS * (w * B);
 
     u32 b = live ? bucket_at(ow, B, lo) : 0;
     bool head = live && ow[b] < lo;  // the run continues a bucket that began in an earlier share
     u32 run_end = live ? ow[b] + cw[b] : 0;
     Xyzz<F> acc = Xyzz<F>::inf();
-    const u32 rounds = LOCKSTEP ? block_rounds(offsets, counts, tpw, nwin, B) : hi - lo;
+    const u32 rounds = LOCKSTEP ? block_rounds(offsets, counts, tpw, nwin, B, stride) : hi - lo;
     for (u32 k = 0; k < rounds; k++) {
         const u32 p = lo + k;
         if (p < hi) {
@@ -328,14 +339,14 @@ struct Share {
     const u32* ow;
     const u32* cw;
     bool ok;
-    __device__ __forceinline__ Share(const u32* offsets, const u32* counts, u64 n, u32 nwin, u32 B, u32 plan_per)
-        : idx((u64)blockIdx.x * blockDim.x + threadIdx.x), tpw((n + plan_per - 1) / plan_per) {
+    __device__ __forceinline__ Share(const u32* offsets, const u32* counts, u64 stride, u32 nwin, u32 B, u32 plan_per)
+        : idx((u64)blockIdx.x * blockDim.x + threadIdx.x), tpw((stride + plan_per - 1) / plan_per) {
         const bool in = idx < tpw * nwin;
         w = in ? idx / tpw : 0;
         t = (u32)(idx - w * tpw);
         ow = offsets + w * B;
         cw = counts + w * B;
-        total = in ? ow[B - 1] + cw[B - 1] : 0;
+        total = in ? window_total(offsets, counts, w, B, stride) : 0;
         per = window_share(total, tpw);
         lo = t * per;
         ok = in && lo < total;
@@ -349,14 +360,14 @@ struct Share {
 // not written in that round). A bucket spanning thousands of shares (heavily repeated scalars)
 // costs log2 rounds instead of one thread adding its partials in a row.
 template <class F>
-__device__ __forceinline__ void fold_heads(const u32* offsets, const u32* counts, u32* partials, u64 n, u32 nwin, u32 B, u32 per,
+__device__ __forceinline__ void fold_heads(const u32* offsets, const u32* counts, u32* partials, u64 stride, u32 nwin, u32 B, u32 per,
                                            u32 r) {
-    const Share sh(offsets, counts, n, nwin, B, per);
+    const Share sh(offsets, counts, stride, nwin, B, per);
     if (!sh.ok) return;
     const u32* ow = sh.ow;
     const u32 b = bucket_at(ow, B, sh.lo);
     if (ow[b] >= sh.lo) return;  // the bucket starts in this share: no head partial
-    const u32 first = ow[b] / sh.per + 1, last = (ow[b] + sh.cw[b] - 1) / sh.per;
+    const u32 first = ow[b] / sh.per + 1, last = (min(ow[b] + sh.cw[b], sh.total) - 1) / sh.per;
     const u32 step = 1u << r;
     if (((sh.t - first) & (2 * step - 1)) != 0 || sh.t + step > last) return;
     u32* mine = partials + (u64)Xyzz<F>::WORDS * sh.idx;
@@ -367,13 +378,13 @@ __device__ __forceinline__ void fold_heads(const u32* offsets, const u32* counts
 // past it, adds the head partials of the following threads into the bucket's sum: the one of
 // thread t + 1 when they were folded first (`folded`), else each in a row.
 template <class F>
-__device__ __forceinline__ void fixup(const u32* offsets, const u32* counts, u32* buckets, const u32* partials, u64 n,
+__device__ __forceinline__ void fixup(const u32* offsets, const u32* counts, u32* buckets, const u32* partials, u64 stride,
                                       u32 nwin, u32 B, u32 per, u32 folded) {
-    const Share sh(offsets, counts, n, nwin, B, per);
+    const Share sh(offsets, counts, stride, nwin, B, per);
     if (!sh.ok || sh.lo + sh.per >= sh.total) return;
     const u32 hi = sh.lo + sh.per;
     const u32 b = bucket_at(sh.ow, B, hi - 1);
-    const u32 end = sh.ow[b] + sh.cw[b];
+    const u32 end = min(sh.ow[b] + sh.cw[b], sh.total);
     if (sh.ow[b] < sh.lo || end <= hi) return;
     u32* slot = buckets + (u64)Xyzz<F>::WORDS * (sh.w * B + b);
     Xyzz<F> acc = Xyzz<F>::load(slot);
@@ -438,8 +449,8 @@ __device__ __forceinline__ void reduce_pairs(const u32* a_in, const u32* q_in, u
 }
 
 extern "C" __global__ void __launch_bounds__(128, CUZK_G1_MIN_BLOCKS) msm_accumulate_g1(const u32* bases, const u32* sorted, const u32* offsets,
-        const u32* counts, u32* buckets, u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
-    accumulate<Fp, true, false>(bases, sorted, offsets, counts, buckets, partials, n, nwin, B, per);
+        const u32* counts, u32* buckets, u32* partials, u64 stride, u32 nwin, u32 B, u32 per) {
+    accumulate<Fp, true, false>(bases, sorted, offsets, counts, buckets, partials, stride, nwin, B, per);
 }
 // Threads of a lockstep G1 block (one block an SM): 512 = 16 warps at 128 registers. The host
 // takes the block size from the kernel's attribute (msm.rs, accumulate_kernel).
@@ -447,28 +458,28 @@ extern "C" __global__ void __launch_bounds__(128, CUZK_G1_MIN_BLOCKS) msm_accumu
 #define CUZK_G1_LOCKSTEP_THREADS 512
 #endif
 extern "C" __global__ void __launch_bounds__(CUZK_G1_LOCKSTEP_THREADS, 1) msm_accumulate_g1_lockstep(const u32* bases, const u32* sorted, const u32* offsets,
-        const u32* counts, u32* buckets, u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
-    accumulate<Fp, true, true>(bases, sorted, offsets, counts, buckets, partials, n, nwin, B, per);
+        const u32* counts, u32* buckets, u32* partials, u64 stride, u32 nwin, u32 B, u32 per) {
+    accumulate<Fp, true, true>(bases, sorted, offsets, counts, buckets, partials, stride, nwin, B, per);
 }
 extern "C" __global__ void CUZK_G2_BOUNDS msm_accumulate_g2(const u32* bases, const u32* sorted, const u32* offsets,
-        const u32* counts, u32* buckets, u32* partials, u64 n, u32 nwin, u32 B, u32 per) {
-    accumulate<Fp2, false, false>(bases, sorted, offsets, counts, buckets, partials, n, nwin, B, per);
+        const u32* counts, u32* buckets, u32* partials, u64 stride, u32 nwin, u32 B, u32 per) {
+    accumulate<Fp2, false, false>(bases, sorted, offsets, counts, buckets, partials, stride, nwin, B, per);
 }
-extern "C" __global__ void __launch_bounds__(128) msm_fold_heads_g1(const u32* offsets, const u32* counts, u32* partials, u64 n,
+extern "C" __global__ void __launch_bounds__(128) msm_fold_heads_g1(const u32* offsets, const u32* counts, u32* partials, u64 stride,
         u32 nwin, u32 B, u32 per, u32 r) {
-    fold_heads<Fp>(offsets, counts, partials, n, nwin, B, per, r);
+    fold_heads<Fp>(offsets, counts, partials, stride, nwin, B, per, r);
 }
-extern "C" __global__ void __launch_bounds__(128) msm_fold_heads_g2(const u32* offsets, const u32* counts, u32* partials, u64 n,
+extern "C" __global__ void __launch_bounds__(128) msm_fold_heads_g2(const u32* offsets, const u32* counts, u32* partials, u64 stride,
         u32 nwin, u32 B, u32 per, u32 r) {
-    fold_heads<Fp2>(offsets, counts, partials, n, nwin, B, per, r);
+    fold_heads<Fp2>(offsets, counts, partials, stride, nwin, B, per, r);
 }
 extern "C" __global__ void __launch_bounds__(128) msm_fixup_g1(const u32* offsets, const u32* counts, u32* buckets,
-        const u32* partials, u64 n, u32 nwin, u32 B, u32 per, u32 folded) {
-    fixup<Fp>(offsets, counts, buckets, partials, n, nwin, B, per, folded);
+        const u32* partials, u64 stride, u32 nwin, u32 B, u32 per, u32 folded) {
+    fixup<Fp>(offsets, counts, buckets, partials, stride, nwin, B, per, folded);
 }
 extern "C" __global__ void __launch_bounds__(128) msm_fixup_g2(const u32* offsets, const u32* counts, u32* buckets,
-        const u32* partials, u64 n, u32 nwin, u32 B, u32 per, u32 folded) {
-    fixup<Fp2>(offsets, counts, buckets, partials, n, nwin, B, per, folded);
+        const u32* partials, u64 stride, u32 nwin, u32 B, u32 per, u32 folded) {
+    fixup<Fp2>(offsets, counts, buckets, partials, stride, nwin, B, per, folded);
 }
 extern "C" __global__ void __launch_bounds__(128) msm_bucket_reduce_g1(const u32* buckets, u32* a_out, u32* q_out, u32 nwin, u32 B,
         u32 nseg) {

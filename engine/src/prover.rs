@@ -88,6 +88,15 @@ impl Split {
     pub fn is_empty(&self) -> bool {
         self.tail.is_empty()
     }
+    /// The nonzero scalars of the tail: the points its MSM adds (a GPU MSM sizes its sorted
+    /// lists and picks its window by it).
+    pub fn nonzero_tail(&self) -> u64 {
+        self.tail
+            .par_iter()
+            .with_min_len(1 << 14)
+            .filter(|s| !bool::from(s.is_zero()))
+            .count() as u64
+    }
 }
 
 /// A partition ready for the backend.

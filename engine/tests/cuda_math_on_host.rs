@@ -439,17 +439,20 @@ fn msm_step_words(steps: &[MsmStep]) -> Vec<u32> {
 /// list (`MsmPlan::steps_with`), the sort in one pass or in two, against blstrs. The windows go
 /// two a launch (the device groups them by L2 size; this covers the grouping); kind 5 (lockstep)
 /// takes the serial fix-up and the others the tree fold first, so both stay covered.
+#[allow(clippy::too_many_arguments)]
 fn host_msm(
     exe: &Path,
     curve: u32,
     c: u32,
     per: u32,
+    live: u64,
     two_pass: bool,
     bases: &[u8],
     scalars: &[Scalar],
 ) -> Vec<u8> {
     let n = scalars.len();
     let plan = MsmPlan::with_window(n as u64, if curve == 2 { Kind::G2 } else { Kind::G1 }, c)
+        .with_live(live)
         .with_share(per);
     let steps = plan.steps_with(2, two_pass, curve != 5);
     let head = [
@@ -458,6 +461,7 @@ fn host_msm(
         plan.sort_bin_bits(),
         plan.windows,
         steps.len() as u32,
+        plan.stride() as u32,
     ];
     let req = [
         le_words(&[curve, c]),
@@ -497,9 +501,9 @@ fn msm_kernels_match_blstrs_on_the_host() {
     s[9] = s[8];
     s[11] = s[10];
     let skewed = vec![s[3]; n]; // one bucket per window, spilling over every share
-    // A witness tail: mostly zero (the ones are in the bitmap), a few full scalars and small
-    // values, so that each window has far fewer digits than points and its shares shrink
-    // (`window_share`); and no digit at all.
+                                // A witness tail: mostly zero (the ones are in the bitmap), a few full scalars and small
+                                // values, so that each window has far fewer digits than points and its shares shrink
+                                // (`window_share`); and no digit at all.
     let sparse: Vec<Scalar> = (0..n)
         .map(|i| match i % 41 {
             0 => s[i],
@@ -510,13 +514,18 @@ fn msm_kernels_match_blstrs_on_the_host() {
     let zeros = vec![Scalar::ZERO; n];
     for sc in [&s, &skewed, &sparse, &zeros] {
         let want: G1Projective = pts.iter().zip(sc.iter()).map(|(p, k)| p * k).sum();
-        for (c, per) in [(4, 1), (5, 7), (9, 3), (13, 16), (16, 600), (16, 2)] {
-            // Kind 1: the 128-thread accumulation; kind 5: the lockstep one (whole blocks of
-            // CUZK_G1_LOCKSTEP_THREADS).
-            for (kind, two_pass) in [(1, false), (5, false), (1, true)] {
-                let raw = host_msm(&exe, kind, c, per, two_pass, as_bytes(&bases), sc);
-                let got = combine(raw.chunks_exact(192).map(g1_from_xyzz).collect(), c);
-                assert_eq!(got, want, "G1 MSM on the host (kind {kind}, two-pass sort {two_pass}), c = {c}, {per} points per thread");
+        // The sorted lists sized for every point, and for exactly the nonzero scalars (as a
+        // counted witness tail plans them: `MsmPlan::sparse`).
+        let nonzero = sc.iter().filter(|k| !bool::from(k.is_zero())).count() as u64;
+        for live in [n as u64, nonzero] {
+            for (c, per) in [(4, 1), (5, 7), (9, 3), (13, 16), (16, 600), (16, 2)] {
+                // Kind 1: the 128-thread accumulation; kind 5: the lockstep one (whole blocks of
+                // CUZK_G1_LOCKSTEP_THREADS).
+                for (kind, two_pass) in [(1, false), (5, false), (1, true)] {
+                    let raw = host_msm(&exe, kind, c, per, live, two_pass, as_bytes(&bases), sc);
+                    let got = combine(raw.chunks_exact(192).map(g1_from_xyzz).collect(), c);
+                    assert_eq!(got, want, "G1 MSM on the host (kind {kind}, two-pass sort {two_pass}), c = {c}, {per} points per thread, lists of {live}");
+                }
             }
         }
     }
@@ -527,7 +536,7 @@ fn msm_kernels_match_blstrs_on_the_host() {
     let want: G2Projective = pts.iter().zip(s.iter()).map(|(p, k)| p * k).sum();
     for (c, per) in [(4, 5), (11, 1)] {
         for two_pass in [false, true] {
-            let raw = host_msm(&exe, 2, c, per, two_pass, as_bytes(&bases), &s);
+            let raw = host_msm(&exe, 2, c, per, n as u64, two_pass, as_bytes(&bases), &s);
             let got = combine(raw.chunks_exact(384).map(g2_from_xyzz).collect(), c);
             assert_eq!(
                 got, want,
@@ -1058,18 +1067,20 @@ fn recorded_splits_match_the_host_on_the_host() {
     use rand::Rng;
     let Some(exe) = program(SPMV, "") else { return };
     let mut rng = rng();
-    let run = |w: &[Scalar], idx: Option<&[u32]>, base: usize, n: usize| -> (Vec<u8>, Vec<u8>) {
-        let hdr = [2, w.len(), n, idx.is_some() as usize, base].map(|x| x as u64);
-        let req = [
-            as_bytes(&hdr),
-            idx.map(as_bytes).unwrap_or(&[]),
-            as_bytes(w),
-        ]
-        .concat();
-        let mut out = exchange(&exe, &req, &format!("split of {n}"));
-        let ones = out.split_off(32 * n);
-        (out, ones)
-    };
+    let run =
+        |w: &[Scalar], idx: Option<&[u32]>, base: usize, n: usize| -> (Vec<u8>, Vec<u8>, u64) {
+            let hdr = [2, w.len(), n, idx.is_some() as usize, base].map(|x| x as u64);
+            let req = [
+                as_bytes(&hdr),
+                idx.map(as_bytes).unwrap_or(&[]),
+                as_bytes(w),
+            ]
+            .concat();
+            let mut out = exchange(&exe, &req, &format!("split of {n}"));
+            let live = out.split_off(out.len() - 8);
+            let ones = out.split_off(32 * n);
+            (out, ones, u64::from_le_bytes(live.try_into().unwrap()))
+        };
     for (name, size) in [
         ("mulchain", 16),
         ("bits", 8),
@@ -1104,13 +1115,14 @@ fn recorded_splits_match_the_host_on_the_host() {
                 run(&w, Some(&ga), 0, ga.len()),
                 run(&w, Some(&gb), 0, gb.len()),
             ];
-            for ((tail, ones), (want, which)) in
+            for ((tail, ones, live), (want, which)) in
                 got.iter()
                     .zip([(&want.0, "l"), (&want.1, "a"), (&want.2, "b")])
             {
                 let what = format!("{name} {size} (random witness {random}): split {which}");
                 assert_eq!(tail.as_slice(), as_bytes(&want.tail), "{what}: tail");
                 assert_eq!(ones.as_slice(), as_bytes(want.ones.words()), "{what}: ones");
+                assert_eq!(*live, want.nonzero_tail(), "{what}: nonzero tail count");
             }
         }
     }
@@ -1120,8 +1132,9 @@ fn recorded_splits_match_the_host_on_the_host() {
             .map(|_| [Scalar::ONE, Scalar::ZERO, Scalar::random(&mut rng)][rng.gen_range(0..3)])
             .collect();
         let want = cuzk_engine::prover::Split::new(w[3..].to_vec());
-        let (tail, ones) = run(&w, None, 3, n);
+        let (tail, ones, live) = run(&w, None, 3, n);
         assert_eq!(tail.as_slice(), as_bytes(&want.tail), "{n} outputs: tail");
+        assert_eq!(live, want.nonzero_tail(), "{n} outputs: nonzero tail count");
         assert_eq!(
             ones.as_slice(),
             as_bytes(want.ones.words()),

@@ -120,6 +120,44 @@ fn msm_steps_follow_the_pipeline() {
     }
 }
 
+/// Plans for sparse scalars (`MsmPlan::sparse`): the dense plan when every scalar may be
+/// nonzero; never more device memory than the dense plan of the same points (what the VRAM budget
+/// reserves); a narrow window for a witness tail (1 % of 2^27 nonzero), lists of `live` places.
+#[test]
+fn sparse_msm_plans() {
+    use cuzk_engine::gpu::msm::sparse_window_bits;
+    for curve in [Kind::G1, Kind::G2] {
+        for log in [0u32, 4, 10, 16, 20, 24, 27] {
+            let n = (1u64 << log) + 3;
+            let dense = MsmPlan::new(n, curve);
+            let same = MsmPlan::sparse(n, n, curve);
+            assert_eq!(
+                (same.c, same.per_thread, same.stride()),
+                (dense.c, dense.per_thread, n)
+            );
+            for live in [0, 1, n / 1000, n / 100, n / 10, n / 2, n - 1, n + 5] {
+                let p = MsmPlan::sparse(n, live, curve);
+                assert_eq!(p.c, sparse_window_bits(n, live, curve));
+                assert_eq!(p.stride(), live.clamp(1, n));
+                assert!(
+                    p.scratch_bytes() <= dense.scratch_bytes(),
+                    "{curve:?} n = {n}, live = {live}: {} > dense {}",
+                    p.scratch_bytes(),
+                    dense.scratch_bytes()
+                );
+                assert!(p.windows * p.c >= 256);
+            }
+        }
+    }
+    let n = 130_169_893u64;
+    let tail = MsmPlan::sparse(n, n / 100, Kind::G1);
+    assert!(
+        tail.c <= 17 && tail.c < MsmPlan::new(n, Kind::G1).c,
+        "{tail:?}"
+    );
+    assert!(tail.scratch_bytes() < MsmPlan::new(n, Kind::G1).scratch_bytes() / 4);
+}
+
 #[test]
 fn msm_plans_cover_every_scalar_bit() {
     for curve in [Kind::G1, Kind::G2] {

@@ -162,6 +162,83 @@ fn msm_explicit_plans_match_cpu() {
     .expect("explicit G2 plans");
 }
 
+/// Sparse scalars, as a witness tail is (~1 % nonzero, some of them small), under the plans
+/// sized for their nonzero count (`MsmPlan::on_sparse`, and explicit windows with the lists of
+/// that many places), G1 and G2; all-zero scalars under a one-place list.
+#[test]
+#[ignore = "needs a CUDA GPU (libcuda): run `make test-gpu`, or tests/gpu/run-gpu-tests.sh .gpu on a GPU machine"]
+fn msm_sparse_plans_match_cpu() {
+    use rand::Rng;
+    let b = backend("msm_sparse_plans_match_cpu");
+    let mut rng = rng("msm_sparse_plans_match_cpu");
+    let sparse = |rng: &mut rand_chacha::ChaCha20Rng, n: usize| -> Vec<Scalar> {
+        (0..n)
+            .map(|_| match rng.gen_range(0..200) {
+                0 => Scalar::random(&mut *rng),
+                1 => Scalar::from(rng.gen_range(2..1000u64)),
+                _ => Scalar::ZERO,
+            })
+            .collect()
+    };
+    let nonzero = |s: &[Scalar]| s.iter().filter(|k| !bool::from(k.is_zero())).count() as u64;
+    let n = (1 << 20) + 5;
+    let mut bases = g1_points(&mut rng, n);
+    plant_point_edges(&mut bases);
+    let s = sparse(&mut rng, n);
+    let live = nonzero(&s);
+    assert!(live > 0 && live < n as u64 / 50, "{live} nonzero of {n}");
+    let want = cpu_msm_g1(&bases, &s);
+    b.with_device(|dev| {
+        let bb = dev.upload(as_bytes(&bases), "test bases")?;
+        let sb = dev.upload(as_bytes(&s), "test scalars")?;
+        let planned = MsmPlan::on_sparse(dev, n as u64, live, Curve::G1);
+        assert!(planned.c < MsmPlan::new(n as u64, Curve::G1).c || planned.c <= 16);
+        assert_eq!(
+            msm_g1_with_plan(dev, &bb, &sb, &planned)?,
+            want,
+            "G1, {planned:?}"
+        );
+        for (c, per) in [(8, 3), (16, 16), (20, 1000)] {
+            let plan = MsmPlan::with_window(n as u64, Curve::G1, c)
+                .with_live(live)
+                .with_share(per);
+            assert_eq!(
+                msm_g1_with_plan(dev, &bb, &sb, &plan)?,
+                want,
+                "G1, {plan:?}"
+            );
+        }
+        let zeros = dev.upload(as_bytes(&vec![Scalar::ZERO; n]), "test zeros")?;
+        let plan = MsmPlan::with_window(n as u64, Curve::G1, 16).with_live(0);
+        assert_eq!(
+            msm_g1_with_plan(dev, &bb, &zeros, &plan)?,
+            G1Projective::identity(),
+            "all zero, one-place lists"
+        );
+        Ok(())
+    })
+    .expect("sparse G1 plans");
+
+    let n = (1 << 16) + 1;
+    let mut bases = g2_points(&mut rng, n);
+    plant_point_edges(&mut bases);
+    let s = sparse(&mut rng, n);
+    let live = nonzero(&s);
+    let want = cpu_msm_g2(&bases, &s);
+    b.with_device(|dev| {
+        let bb = dev.upload(as_bytes(&bases), "test bases")?;
+        let sb = dev.upload(as_bytes(&s), "test scalars")?;
+        let planned = MsmPlan::on_sparse(dev, n as u64, live, Curve::G2);
+        assert_eq!(
+            msm_g2_with_plan(dev, &bb, &sb, &planned)?,
+            want,
+            "G2, {planned:?}"
+        );
+        Ok(())
+    })
+    .expect("sparse G2 plans");
+}
+
 /// 2^22 + 3 points under the planned window and under 20- and 22-bit windows (the plans that
 /// larger MSMs take): the whole wide-window path at size.
 #[test]

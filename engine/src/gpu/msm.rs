@@ -94,6 +94,11 @@ pub fn top_bits(c: u32) -> u32 {
     SCALAR_BITS - (windows_of(c) - 1) * c
 }
 
+/// Reading one scalar (a 32-byte sector) in a histogram or scatter pass, in picoseconds on an
+/// H200 (~3.3 TB/s): what a zero scalar costs the sort, which skips its digits but still reads it
+/// (for a live one it is part of the fitted `point_window_ps`).
+const SCALAR_READ_PS: u64 = 10;
+
 /// Window size `c` minimising the cost model over windows × (points + buckets), with a top
 /// window of at least `MIN_TOP_BITS` bits (or all of c) and bucket sums no larger than the bases
 /// themselves (at least 64 MiB).
@@ -109,6 +114,34 @@ pub fn window_bits(n: u64, curve: Curve) -> u32 {
         .unwrap_or(4)
 }
 
+/// Window size for `n` scalars of which at most `live` are nonzero (a witness tail: ~1 % of a
+/// PoRep partition's): the live digits cost their sort and addition, every bucket its reduction,
+/// and each zero scalar a read per histogram and scatter launch (`SCALAR_READ_PS`), so sparse
+/// scalars take narrow windows (c = 16 for 1.3 M of 130 M; the dense choice, c = 22, spent four
+/// fifths of such an MSM reducing 2^21 buckets a window and reading the zeros once a window).
+/// Only windows whose plan needs no more device memory than the dense plan of `n` scalars
+/// (`scratch_bytes`, what the VRAM budget reserves) are candidates; `live ≥ n` is `window_bits`.
+pub fn sparse_window_bits(n: u64, live: u64, curve: Curve) -> u32 {
+    let dense = window_bits(n, curve);
+    if live >= n {
+        return dense;
+    }
+    let budget = MsmPlan::with_window(n, curve, dense).scratch_bytes();
+    let cap = (n * curve.affine_bytes() as u64).max(64 << 20);
+    (4..=MAX_WINDOW_BITS)
+        .filter(|&c| top_bits(c) >= MIN_TOP_BITS.min(c))
+        .filter(|&c| windows_of(c) as u64 * (1u64 << (c - 1)) * curve.xyzz_bytes() as u64 <= cap)
+        .map(|c| MsmPlan::with_window(n, curve, c).with_live(live))
+        .filter(|p| p.scratch_bytes() <= budget)
+        .min_by_key(|p| {
+            let launches = p.sort_ranges(p.sort_group()).len() as u64;
+            p.windows as u64
+                * (live * point_window_ps(p.c, curve) + p.buckets as u64 * bucket_ps(curve))
+                + (n - live) * 2 * launches * SCALAR_READ_PS
+        })
+        .map_or(dense, |p| p.c)
+}
+
 /// Everything about one MSM's plan.
 #[derive(Clone, Copy, Debug)]
 pub struct MsmPlan {
@@ -119,10 +152,15 @@ pub struct MsmPlan {
     pub buckets: u32,
     /// Bucket-reduction segments per window.
     pub segments: u32,
-    /// Sorted points per accumulation thread and window for a window of `n` nonzero digits: it
-    /// fixes the threads per window (ceil(n / per)); a window with fewer nonzero digits spreads
-    /// them evenly over the same threads (cuda-src/msm.cu, `window_share`).
+    /// Sorted points per accumulation thread and window for a window of `stride()` nonzero
+    /// digits: it fixes the threads per window (ceil(stride / per)); a window with fewer digits
+    /// spreads them evenly over the same threads (cuda-src/msm.cu, `window_share`).
     pub per_thread: u32,
+    /// An upper bound on the nonzero scalars (`n` unless known, e.g. counted when a witness tail
+    /// was split): each window's sorted list holds that many places, and the shares are sized
+    /// for it. A bound that is too small makes a wrong sum (the kernels drop the digits past it),
+    /// never a write out of place.
+    pub live: u64,
 }
 
 impl MsmPlan {
@@ -140,9 +178,6 @@ impl MsmPlan {
             .clamp(8, 64)
             .min(buckets as u64);
         let segments = buckets / (1u32 << seg_len.ilog2());
-        let per_thread = (n * windows as u64)
-            .div_ceil(TARGET_THREADS)
-            .clamp(16, u32::MAX as u64) as u32;
         MsmPlan {
             n,
             curve,
@@ -150,8 +185,31 @@ impl MsmPlan {
             windows,
             buckets,
             segments,
-            per_thread,
+            per_thread: 16,
+            live: n,
         }
+        .with_live(n)
+    }
+
+    /// The plan for `n` scalars of which at most `live` are nonzero: its window from
+    /// [`sparse_window_bits`], its sorted lists and shares sized for `live`.
+    pub fn sparse(n: u64, live: u64, curve: Curve) -> Self {
+        Self::with_window(n, curve, sparse_window_bits(n, live, curve)).with_live(live)
+    }
+
+    /// The same window with at most `live` nonzero scalars (clamped to `n`): sorted lists of
+    /// that many places, and the share per thread for them (`TARGET_THREADS` in all).
+    pub fn with_live(mut self, live: u64) -> Self {
+        self.live = live.min(self.n);
+        self.per_thread = (self.stride() * self.windows as u64)
+            .div_ceil(TARGET_THREADS)
+            .clamp(16, u32::MAX as u64) as u32;
+        self
+    }
+
+    /// Places of each window's sorted list (at least one).
+    pub fn stride(&self) -> u64 {
+        self.live.max(1)
     }
 
     /// The plan for `dev`: as [`new`](Self::new), with the accumulation's share per thread chosen
@@ -159,7 +217,13 @@ impl MsmPlan {
     /// thread does the same number of additions, so a last wave of 76 % left a quarter of the
     /// GPU idle for one wave's time: ~3 % of the accumulation on an H200).
     pub fn on(dev: &GpuDevice, n: u64, curve: Curve) -> Self {
-        let plan = Self::new(n, curve);
+        Self::on_sparse(dev, n, n, curve)
+    }
+
+    /// The plan for `dev` of `n` scalars, at most `live` of them nonzero: [`sparse`](Self::sparse),
+    /// its share filling whole waves as in [`on`](Self::on).
+    pub fn on_sparse(dev: &GpuDevice, n: u64, live: u64, curve: Curve) -> Self {
+        let plan = Self::sparse(n, live, curve);
         let (kernel, block) = accumulate_kernel(dev, curve);
         match dev.resident_threads(kernel, block) {
             Some(resident) if resident > 0 => plan.filling_waves(resident),
@@ -172,7 +236,7 @@ impl MsmPlan {
     pub fn filling_waves(self, resident: u64) -> Self {
         let waves = ((TARGET_THREADS + resident / 2) / resident).max(1);
         let threads = (waves * resident).min(MAX_THREADS);
-        let per = (self.n * self.windows as u64)
+        let per = (self.stride() * self.windows as u64)
             .div_ceil(threads)
             .clamp(16, u32::MAX as u64) as u32;
         MsmPlan {
@@ -243,7 +307,7 @@ impl MsmPlan {
     }
 
     fn threads_per_window(&self) -> u64 {
-        self.n.div_ceil(self.per_thread as u64).max(1)
+        self.stride().div_ceil(self.per_thread as u64).max(1)
     }
     fn tile(&self) -> u32 {
         self.buckets.clamp(32, 1024)
@@ -261,17 +325,17 @@ impl MsmPlan {
         let segs = w * self.segments as u64;
         // A device's plan has at most MAX_THREADS + w accumulation threads (whole waves, rounded
         // up per window), and never more than one per 16 points and window.
-        let most = (w * self.n.div_ceil(16)).min(MAX_THREADS + w);
+        let most = (w * self.stride().div_ceil(16)).min(MAX_THREADS + w);
         let threads = (w * self.threads_per_window()).max(most);
         // Segment sums and weights (2 × segs) live beside the bucket sums; each pair round's
         // output is half its input (at most segs more in all while the previous round's lives).
         // A two-pass sort's records (8 bytes a digit of one launch's windows) and bin counters.
         let sort = if self.two_pass_sort() {
-            8 * self.sort_group() as u64 * self.n + 4 * SORT_BINS as u64 * w
+            8 * self.sort_group() as u64 * self.stride() + 4 * SORT_BINS as u64 * w
         } else {
             0
         };
-        4 * w * self.n
+        4 * w * self.stride()
             + 3 * 4 * slots
             + 2 * 4 * w * self.tiles() as u64
             + sort
@@ -311,7 +375,29 @@ impl QueuedMsm {
         scalars: &DevBuf,
         n: u64,
     ) -> Result<Option<Self>> {
-        Self::with_plan(dev, bases, scalars, &MsmPlan::on(dev, n, curve))
+        Self::queue_sparse(dev, curve, bases, scalars, n, n)
+    }
+
+    /// Queues the MSM of `n` scalars of which at most `live` are nonzero
+    /// ([`MsmPlan::on_sparse`]); None for no points, or none nonzero (the sum is the identity).
+    pub fn queue_sparse(
+        dev: &GpuDevice,
+        curve: Curve,
+        bases: &DevBuf,
+        scalars: &DevBuf,
+        n: u64,
+        live: u64,
+    ) -> Result<Option<Self>> {
+        if live == 0 {
+            check_len(bases, scalars, n, curve)?;
+            return Ok(None);
+        }
+        Self::with_plan(
+            dev,
+            bases,
+            scalars,
+            &MsmPlan::on_sparse(dev, n, live, curve),
+        )
     }
 
     /// Queues the MSM of `plan.n` points under an explicit plan; None for no points.
@@ -378,7 +464,9 @@ pub fn msm_windows_queued(
         buckets,
         segments,
         per_thread,
+        ..
     } = *plan;
+    let stride = plan.stride();
     let slots = windows as u64 * buckets as u64;
     let (tile, tiles) = (plan.tile(), plan.tiles());
     let threads = windows as u64 * plan.threads_per_window();
@@ -387,7 +475,7 @@ pub fn msm_windows_queued(
     let cursor = dev.alloc(slots as usize * 4, "MSM bucket cursors")?;
     let tile_sums = dev.alloc((windows * tiles) as usize * 4, "MSM tile sums")?;
     let tile_offsets = dev.alloc((windows * tiles) as usize * 4, "MSM tile offsets")?;
-    let sorted = dev.alloc((n * windows as u64 * 4) as usize, "MSM sorted indices")?;
+    let sorted = dev.alloc((stride * windows as u64 * 4) as usize, "MSM sorted indices")?;
     let bucket_sums = dev.alloc_zeroed(slots as usize * curve.xyzz_bytes(), "MSM bucket sums")?;
     let partials = dev.alloc(
         threads as usize * curve.xyzz_bytes(),
@@ -473,6 +561,7 @@ pub fn msm_windows_queued(
                     &cursor.ptr(),
                     &sorted.ptr(),
                     &n,
+                    &stride,
                     &c,
                     &w0,
                     &w1
@@ -485,7 +574,7 @@ pub fn msm_windows_queued(
                             (windows * SORT_BINS) as usize * 4,
                             "MSM sort bin counters",
                         )?,
-                        dev.alloc((group as u64 * n * 8) as usize, "MSM sort records")?,
+                        dev.alloc((group as u64 * stride * 8) as usize, "MSM sort records")?,
                     ));
                 }
                 let (bin_fill, records) = sort.as_ref().expect("allocated above");
@@ -499,6 +588,7 @@ pub fn msm_windows_queued(
                     &bin_fill.ptr(),
                     &records.ptr(),
                     &n,
+                    &stride,
                     &c,
                     &w0,
                     &w1,
@@ -507,13 +597,13 @@ pub fn msm_windows_queued(
                 gpu_launch!(
                     dev,
                     "msm_scatter_fine",
-                    grid((w1 - w0) as u64 * n, 256),
+                    grid((w1 - w0) as u64 * stride, 256),
                     &records.ptr(),
                     &offsets.ptr(),
                     &counts.ptr(),
                     &cursor.ptr(),
                     &sorted.ptr(),
-                    &n,
+                    &stride,
                     &w0,
                     &w1,
                     &buckets
@@ -532,7 +622,7 @@ pub fn msm_windows_queued(
                     &counts.ptr(),
                     &bucket_sums.ptr(),
                     &partials.ptr(),
-                    &n,
+                    &stride,
                     &windows,
                     &buckets,
                     &per_thread
@@ -546,7 +636,7 @@ pub fn msm_windows_queued(
                     &offsets.ptr(),
                     &counts.ptr(),
                     &partials.ptr(),
-                    &n,
+                    &stride,
                     &windows,
                     &buckets,
                     &per_thread,
@@ -563,7 +653,7 @@ pub fn msm_windows_queued(
                     &counts.ptr(),
                     &bucket_sums.ptr(),
                     &partials.ptr(),
-                    &n,
+                    &stride,
                     &windows,
                     &buckets,
                     &per_thread,

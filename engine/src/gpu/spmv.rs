@@ -28,11 +28,13 @@ pub struct DeviceRecording {
 }
 
 /// One MSM's scalars on the device, as `prover::Split` holds them: `tail` (`n` Fr, zero where a
-/// one stood) and, if any scalar is one, `ones` (`⌈n / 64⌉` u64 words, the bits where a one
-/// stood). Built here from a witness, or uploaded from a host `Split` (`PipelinedGpu::stage`).
+/// one stood), `live` of them nonzero (counted exactly: the tail's MSM sizes its plan by it), and,
+/// if any scalar is one, `ones` (`⌈n / 64⌉` u64 words, the bits where a one stood). Built here
+/// from a witness, or uploaded from a host `Split` (`PipelinedGpu::stage`).
 pub struct DeviceSplit {
     pub tail: DevBuf,
     pub n: u64,
+    pub live: u64,
     pub ones: Option<DevBuf>,
 }
 
@@ -189,7 +191,8 @@ impl DeviceRecording {
 
     /// The three MSM scalar splits of the witness `w` (`inputs ++ aux`, as uploaded): `l` over
     /// the aux, `a_query` and `b_query` gathered by the query columns; queued on the device's
-    /// stream, equal to the host's `prover::splits` word for word.
+    /// stream, equal to the host's `prover::splits` word for word; returns once the stream is past
+    /// them, with each tail's nonzero scalars counted (`DeviceSplit::live`).
     pub fn splits(&self, dev: &GpuDevice, w: &DevBuf) -> Result<[DeviceSplit; 3]> {
         let cols = (self.inputs + self.aux) as u64;
         if (w.len() as u64) < 32 * cols {
@@ -198,7 +201,8 @@ impl DeviceRecording {
                 w.len()
             )));
         }
-        let split = |idx: u64, base: u64, n: u64| -> Result<DeviceSplit> {
+        let live = dev.alloc_zeroed(3 * 4, "split nonzero counts")?;
+        let split = |k: u64, idx: u64, base: u64, n: u64| -> Result<DeviceSplit> {
             let tail = dev.alloc(32 * n.max(1) as usize, "split scalars")?;
             let ones = dev.alloc(8 * n.div_ceil(64).max(1) as usize, "split one-bits")?;
             if n > 0 {
@@ -208,6 +212,7 @@ impl DeviceRecording {
                     grid(n.div_ceil(64), 128),
                     &tail.ptr(),
                     &ones.ptr(),
+                    &(live.ptr() + 4 * k),
                     &w.ptr(),
                     &idx,
                     &base,
@@ -217,14 +222,21 @@ impl DeviceRecording {
             Ok(DeviceSplit {
                 tail,
                 n,
+                live: n,
                 ones: Some(ones),
             })
         };
         let [(ga, na), (gb, nb)] = &self.gather;
-        Ok([
-            split(0, self.inputs as u64, self.aux as u64)?,
-            split(ga.ptr(), 0, *na)?,
-            split(gb.ptr(), 0, *nb)?,
-        ])
+        let mut out = [
+            split(0, 0, self.inputs as u64, self.aux as u64)?,
+            split(1, ga.ptr(), 0, *na)?,
+            split(2, gb.ptr(), 0, *nb)?,
+        ];
+        let mut counts = [0u32; 3];
+        dev.download(&live, 0, as_bytes_mut(&mut counts), "split nonzero counts")?;
+        for (s, c) in out.iter_mut().zip(counts) {
+            s.live = c as u64;
+        }
+        Ok(out)
     }
 }

@@ -199,6 +199,7 @@ impl PipelinedGpu {
         Ok(DeviceSplit {
             tail: self.put(as_bytes(&s.tail), what, src)?,
             n: s.tail.len() as u64,
+            live: s.nonzero_tail(),
             ones,
         })
     }
@@ -631,7 +632,7 @@ impl Backend for PipelinedGpu {
                           tail: &'static str,
                           ones: &'static str|
              -> Result<Queued> {
-                let msm = QueuedMsm::queue(dev, curve, bases, &s.tail, s.n)?;
+                let msm = QueuedMsm::queue_sparse(dev, curve, bases, &s.tail, s.n, s.live)?;
                 marks.push((tail, dev.mark()?));
                 let sum = match &s.ones {
                     Some(bits) if s.n > 0 => Some(batch_add_queued(dev, curve, bases, bits, s.n)?),

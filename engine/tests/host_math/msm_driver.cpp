@@ -1,6 +1,7 @@
 // Appended after shim.h, kernels_shim.h, the field and curve headers, cuda-src/msm.cu and
 // cuda-src/batch_add.cu. Reads requests from stdin until EOF, each `u32 kind, u32 c, u64 n`, then:
-// - kind 1 (G1) / 2 (G2), an MSM: `u32 per, nseg, bin_bits, windows, nsteps`, the steps of
+// - kind 1 (G1) / 2 (G2), an MSM: `u32 per, nseg, bin_bits, windows, nsteps, stride` (stride:
+//   the places of a window's sorted list, msm.rs `MsmPlan::stride`), the steps of
 //   msm.rs `MsmPlan::steps_with` (3 words each), n affine bases and n scalars (Montgomery form);
 //   runs the steps' kernels (the bucket-offset scans computed here) and writes each window's sum
 //   as XYZZ, window 0 first;
@@ -56,9 +57,10 @@ bool msm(u32 c, u64 n, bool lockstep) {
     typedef Xyzz<F> X;
     typedef Affine<F> A;
     const bool g1 = X::WORDS == 48;
-    u32 head[5];
-    if (fread(head, 4, 5, stdin) != 5) return false;
+    u32 head[6];
+    if (fread(head, 4, 6, stdin) != 6) return false;
     const u32 per = head[0], nseg = head[1], bin_bits = head[2], W = head[3], nsteps = head[4];
+    const u64 stride = head[5];
     std::vector<u32> steps(3ull * nsteps);
     if (fread(steps.data(), 4, steps.size(), stdin) != steps.size()) return false;
     const u32 B = 1u << (c - 1);
@@ -66,8 +68,8 @@ bool msm(u32 c, u64 n, bool lockstep) {
     if (fread(bases.data(), 4, bases.size(), stdin) != bases.size()) return false;
     if (fread(scalars.data(), 4, scalars.size(), stdin) != scalars.size()) return false;
 
-    const u64 tpw = (n + per - 1) / per;
-    std::vector<u32> counts((u64)W * B, 0), offsets((u64)W * B), cursor((u64)W * B), sorted((u64)W * n + 1), bin_fill((u64)W * MSM_SORT_BINS, 0);
+    const u64 tpw = (stride + per - 1) / per;
+    std::vector<u32> counts((u64)W * B, 0), offsets((u64)W * B), cursor((u64)W * B), sorted((u64)W * stride + 1), bin_fill((u64)W * MSM_SORT_BINS, 0);
     std::vector<u64> records;
     std::vector<u32> buckets((u64)W * B * X::WORDS, 0), partials(W * tpw * X::WORDS, 0), segs((u64)W * nseg * X::WORDS);
     std::vector<u32> weights((u64)W * nseg * X::WORDS);
@@ -87,12 +89,12 @@ bool msm(u32 c, u64 n, bool lockstep) {
                 }
                 break;
             case 2:  // Scatter [a, b)
-                launch(n, [&] { msm_scatter(scalars.data(), cursor.data(), sorted.data(), n, c, a, b); });
+                launch(n, [&] { msm_scatter(scalars.data(), cursor.data(), sorted.data(), n, stride, c, a, b); });
                 break;
             case 3:  // ScatterTwoPass [a, b) (the coarse pass in blocks of 8 threads, its barriers real)
-                records.resize((u64)(b - a) * n);
-                launch_blocks((n + 7) / 8, 8, [&] { msm_scatter_coarse(scalars.data(), offsets.data(), bin_fill.data(), records.data(), n, c, a, b, bin_bits); });
-                launch((u64)(b - a) * n, [&] { msm_scatter_fine(records.data(), offsets.data(), counts.data(), cursor.data(), sorted.data(), n, a, b, B); });
+                records.resize((u64)(b - a) * stride);
+                launch_blocks((n + 7) / 8, 8, [&] { msm_scatter_coarse(scalars.data(), offsets.data(), bin_fill.data(), records.data(), n, stride, c, a, b, bin_bits); });
+                launch((u64)(b - a) * stride, [&] { msm_scatter_fine(records.data(), offsets.data(), counts.data(), cursor.data(), sorted.data(), stride, a, b, B); });
                 break;
             case 4:  // Accumulate
                 if (lockstep) {
@@ -101,26 +103,26 @@ bool msm(u32 c, u64 n, bool lockstep) {
                     pacing_barriers = true;
                     const u64 bt = CUZK_G1_LOCKSTEP_THREADS;
                     launch((W * tpw + bt - 1) / bt * bt, [&] {
-                        msm_accumulate_g1_lockstep(bases.data(), sorted.data(), offsets.data(), counts.data(), buckets.data(), partials.data(), n, W, B, per);
+                        msm_accumulate_g1_lockstep(bases.data(), sorted.data(), offsets.data(), counts.data(), buckets.data(), partials.data(), stride, W, B, per);
                     });
                     pacing_barriers = false;
                 } else {
                     launch(W * tpw, [&] {
-                        if (g1) msm_accumulate_g1(bases.data(), sorted.data(), offsets.data(), counts.data(), buckets.data(), partials.data(), n, W, B, per);
-                        else msm_accumulate_g2(bases.data(), sorted.data(), offsets.data(), counts.data(), buckets.data(), partials.data(), n, W, B, per);
+                        if (g1) msm_accumulate_g1(bases.data(), sorted.data(), offsets.data(), counts.data(), buckets.data(), partials.data(), stride, W, B, per);
+                        else msm_accumulate_g2(bases.data(), sorted.data(), offsets.data(), counts.data(), buckets.data(), partials.data(), stride, W, B, per);
                     });
                 }
                 break;
             case 5:  // FoldHeads, round a
                 launch(W * tpw, [&] {
-                    if (g1) msm_fold_heads_g1(offsets.data(), counts.data(), partials.data(), n, W, B, per, a);
-                    else msm_fold_heads_g2(offsets.data(), counts.data(), partials.data(), n, W, B, per, a);
+                    if (g1) msm_fold_heads_g1(offsets.data(), counts.data(), partials.data(), stride, W, B, per, a);
+                    else msm_fold_heads_g2(offsets.data(), counts.data(), partials.data(), stride, W, B, per, a);
                 });
                 break;
             case 6:  // Fixup, folded = a
                 launch(W * tpw, [&] {
-                    if (g1) msm_fixup_g1(offsets.data(), counts.data(), buckets.data(), partials.data(), n, W, B, per, a);
-                    else msm_fixup_g2(offsets.data(), counts.data(), buckets.data(), partials.data(), n, W, B, per, a);
+                    if (g1) msm_fixup_g1(offsets.data(), counts.data(), buckets.data(), partials.data(), stride, W, B, per, a);
+                    else msm_fixup_g2(offsets.data(), counts.data(), buckets.data(), partials.data(), stride, W, B, per, a);
                 });
                 break;
             case 7: {  // BucketReduce (no weights for one segment)

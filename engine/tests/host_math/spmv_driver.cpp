@@ -5,7 +5,7 @@
 //   mode 1, row check: u64 rows; a, b, c (rows Fr each) → spmv_unsatisfied → u64 first bad row
 //     (rows when none);
 //   mode 2, split: u64 cols, n, has_idx, base; the indices (n u32, if has_idx) and the witness
-//     (cols Fr) → split_gather (one thread a 64-output word) → tail (n Fr), then ones (⌈n/64⌉ u64).
+//     (cols Fr) → split_gather (one thread a 64-output word) → tail (n Fr), then ones (⌈n/64⌉ u64), then the nonzero tail count (u64).
 
 static int products() {
     u64 hdr[4];
@@ -42,9 +42,12 @@ static int split() {
     std::vector<u64> ones(words + 1, ~0ull);  // every word must be written whole
     if (has_idx && fread(idx.data(), 4, n, stdin) != n) return 1;
     if (fread(w.data(), 32, cols, stdin) != cols) return 1;
-    launch(words, [&] { split_gather(tail.data(), ones.data(), w.data(), has_idx ? idx.data() : nullptr, base, n); });
+    u32 live = 0;
+    launch(words, [&] { split_gather(tail.data(), ones.data(), &live, w.data(), has_idx ? idx.data() : nullptr, base, n); });
     if (fwrite(tail.data(), 32, n, stdout) != n) return 1;
-    return fwrite(ones.data(), 8, words, stdout) == words ? 0 : 1;
+    if (fwrite(ones.data(), 8, words, stdout) != words) return 1;
+    const u64 count = live;
+    return fwrite(&count, 8, 1, stdout) == 1 ? 0 : 1;
 }
 
 int main() {
