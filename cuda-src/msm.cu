@@ -256,10 +256,11 @@ __device__ __forceinline__ u32 bucket_at(const u32* ow, u32 B, u32 p) {
 
 // A window's share per accumulation thread: its digits spread evenly over the window's tpw
 // threads (tpw = ceil(stride / per), so the share is at most `per`, the plan's share for a window
-// of `stride` digits, the most a window can hold). Zero digits take no place, so sparse scalars (the tails of a witness that is mostly
-// bits, ~1 % of them nonzero in a PoRep partition) still keep every thread at work, each with a
-// smaller share, instead of leaving all but the first few threads of each window idle while
-// those add `per` points each. Every kernel after the sort derives the shares the same way.
+// of `stride` digits, the most a window can hold). Zero digits take no place, so sparse scalars
+// (the tails of a witness that is mostly bits, ~1 % of them nonzero in a PoRep partition) still
+// keep every thread at work, each with a smaller share, instead of leaving all but the first few
+// threads of each window idle while those add `per` points each. Every kernel after the sort
+// derives the shares the same way.
 __device__ __forceinline__ u32 window_share(u32 total, u64 tpw) {
     return max(1u, (u32)((total + tpw - 1) / tpw));
 }

@@ -99,14 +99,21 @@ pub fn top_bits(c: u32) -> u32 {
 /// (for a live one it is part of the fitted `point_window_ps`).
 const SCALAR_READ_PS: u64 = 10;
 
-/// Window size `c` minimising the cost model over windows × (points + buckets), with a top
-/// window of at least `MIN_TOP_BITS` bits (or all of c) and bucket sums no larger than the bases
-/// themselves (at least 64 MiB).
-pub fn window_bits(n: u64, curve: Curve) -> u32 {
+/// The window sizes an MSM of `n` points may take: a top window of at least `MIN_TOP_BITS` bits
+/// (or all of c), and bucket sums no larger than the bases themselves (at least 64 MiB).
+fn window_candidates(n: u64, curve: Curve) -> impl Iterator<Item = u32> {
     let cap = (n * curve.affine_bytes() as u64).max(64 << 20);
     (4..=MAX_WINDOW_BITS)
         .filter(|&c| top_bits(c) >= MIN_TOP_BITS.min(c))
-        .filter(|&c| windows_of(c) as u64 * (1u64 << (c - 1)) * curve.xyzz_bytes() as u64 <= cap)
+        .filter(move |&c| {
+            windows_of(c) as u64 * (1u64 << (c - 1)) * curve.xyzz_bytes() as u64 <= cap
+        })
+}
+
+/// Window size `c` minimising the cost model over windows × (points + buckets), among the
+/// `window_candidates`.
+pub fn window_bits(n: u64, curve: Curve) -> u32 {
+    window_candidates(n, curve)
         .min_by_key(|&c| {
             windows_of(c) as u64
                 * (n * point_window_ps(c, curve) + (1u64 << (c - 1)) * bucket_ps(curve))
@@ -117,20 +124,18 @@ pub fn window_bits(n: u64, curve: Curve) -> u32 {
 /// Window size for `n` scalars of which at most `live` are nonzero (a witness tail: ~1 % of a
 /// PoRep partition's): the live digits cost their sort and addition, every bucket its reduction,
 /// and each zero scalar a read per histogram and scatter launch (`SCALAR_READ_PS`), so sparse
-/// scalars take narrow windows (c = 16 for 1.3 M of 130 M; the dense choice, c = 22, spent four
-/// fifths of such an MSM reducing 2^21 buckets a window and reading the zeros once a window).
-/// Only windows whose plan needs no more device memory than the dense plan of `n` scalars
-/// (`scratch_bytes`, what the VRAM budget reserves) are candidates; `live ≥ n` is `window_bits`.
+/// scalars take narrow windows (at most 17 bits for 1 % of 130 M, where the dense choice is 22:
+/// by this model its 2^21 buckets a window and its zero reads, once a window, would cost most of
+/// such an MSM). Only `window_candidates` whose plan needs no more device memory than the dense
+/// plan of `n` scalars (`scratch_bytes`, what the VRAM budget reserves) are taken; `live ≥ n` is
+/// `window_bits`.
 pub fn sparse_window_bits(n: u64, live: u64, curve: Curve) -> u32 {
     let dense = window_bits(n, curve);
     if live >= n {
         return dense;
     }
     let budget = MsmPlan::with_window(n, curve, dense).scratch_bytes();
-    let cap = (n * curve.affine_bytes() as u64).max(64 << 20);
-    (4..=MAX_WINDOW_BITS)
-        .filter(|&c| top_bits(c) >= MIN_TOP_BITS.min(c))
-        .filter(|&c| windows_of(c) as u64 * (1u64 << (c - 1)) * curve.xyzz_bytes() as u64 <= cap)
+    window_candidates(n, curve)
         .map(|c| MsmPlan::with_window(n, curve, c).with_live(live))
         .filter(|p| p.scratch_bytes() <= budget)
         .min_by_key(|p| {
