@@ -618,8 +618,10 @@ enum Op {
     Pass(cuzk_engine::gpu::ntt::PassLaunch, bool, bool, u32, u32),
     /// `scale_permute`: out, input, from the to-coset table (else the from-coset one), rev_in, out_perm.
     Scale(u32, u32, bool, bool, bool),
-    /// `h_quotient`.
-    Quotient,
+    /// `h_product`.
+    Product,
+    /// `h_finish`.
+    Finish,
 }
 
 /// `launches` of one transform of buffer `x` (a `natural` pass writing buffer `out`, 3: none).
@@ -703,18 +705,19 @@ fn run_ntt_program(exe: &Path, log_n: u32, ops: &[Op], bufs: [&[Scalar]; 3]) -> 
                 u32::from(rev),
                 u32::from(perm),
             ]),
-            Op::Quotient => le_words(&[2]),
+            Op::Product => le_words(&[2]),
+            Op::Finish => le_words(&[3]),
         });
     }
     req.extend_from_slice(as_bytes(&root_powers(log_n)));
-    let ((g, f), (g_inv, f_inv), zinv) = h_constants(log_n).unwrap();
+    let ((g, f), (g_inv, f_inv), kappa) = h_constants(log_n).unwrap();
     let (to_lo, to_hi, lo_bits) = PowerTables::values(g, f, log_n);
     let (from_lo, from_hi, _) = PowerTables::values(g_inv, f_inv, log_n);
     req.extend(le_words(&[lo_bits]));
     for t in [&to_lo, &to_hi, &from_lo, &from_hi] {
         req.extend_from_slice(as_bytes(t));
     }
-    req.extend_from_slice(as_bytes(&[zinv]));
+    req.extend_from_slice(as_bytes(&[kappa]));
     for b in bufs {
         assert_eq!(b.len(), n);
         req.extend_from_slice(as_bytes(b));
@@ -838,7 +841,7 @@ fn bitrev(v: &[Scalar]) -> Vec<Scalar> {
 }
 
 /// The fused H step as the device runs it (`h::h_steps`, each transform's `pass_launches`, the
-/// `scale_permute` and `h_quotient` kernels of cuda-src/h.cu) against the CPU prover's
+/// `scale_permute`, `h_product` and `h_finish` kernels of cuda-src/h.cu) against the CPU prover's
 /// `Domain::h_coefficients`, with the pass kernel the device picks at each size and with v2.
 #[test]
 fn h_step_matches_the_cpu_on_the_host() {
@@ -877,7 +880,8 @@ fn h_step_matches_the_cpu_on_the_host() {
                     rev_in,
                     out_perm,
                 )),
-                HStep::Quotient => ops.push(Op::Quotient),
+                HStep::Product => ops.push(Op::Product),
+                HStep::Finish => ops.push(Op::Finish),
             }
         }
         let out = run_ntt_program(&exe, log_n, &ops, [&a, &b, &c]);

@@ -394,7 +394,7 @@ pub fn run_kernel_bench(dev: &GpuDevice, opts: &KernelBenchOptions) -> Result<Ke
         }
     }
 
-    // Fused H: a, b, c resident; 3 iNTT + 3 coset NTT + quotient + coset iNTT.
+    // Fused H: a, b, c resident; 3 iNTT + 2 coset NTT + product + coset iNTT + the last pass.
     for l in [24u32, 27]
         .into_iter()
         .filter(|&l| fits(l) && want("h_fused"))

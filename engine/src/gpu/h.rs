@@ -1,4 +1,6 @@
-//! The fused H step on the device: iNTT → coset NTT → (a·b − c)/Z → coset iNTT.
+//! The fused H step on the device: a and b iNTT → coset NTT, their product, its coset iNTT, less
+//! c's iNTT, over Z (six transforms of 2^log_n, where the textbook order takes c to the coset and
+//! back too: seven).
 
 use blstrs::Scalar;
 use ff::{Field, PrimeField};
@@ -89,16 +91,18 @@ pub struct HDomain {
     pub tw: DevBuf,
     /// n^-1 · g^k: after the inverse DIF, coefficients to coset form.
     pub to_coset: PowerTables,
-    /// n^-1 · g^-k: after the final inverse DIF, coset back to plain coefficients.
+    /// g^-k / (n Z(g)): after the final inverse DIF, coset back to plain coefficients, over Z.
     pub from_coset: PowerTables,
-    pub zinv: DevBuf,
+    /// 1 / (n Z(g)): c's factor in the last pass (`h_finish`).
+    pub kappa: DevBuf,
 }
 
-/// (to-coset (g, f), from-coset (g, f), 1/Z on the coset).
+/// (to-coset (g, f), from-coset (g, f), kappa = 1 / (n Z(g))).
 pub type HConstants = ((Scalar, Scalar), (Scalar, Scalar), Scalar);
 
 /// The constants of the H step for 2^log_n: (g, f) of the to-coset and from-coset power tables
-/// (n^-1 · g^k and n^-1 · g^-k) and 1/Z on the coset.
+/// (n^-1 · g^k, and g^-k / (n Z(g)) with Z(g) = g^n − 1, Z's constant value on the coset), and
+/// kappa = 1 / (n Z(g)), c's factor in the last pass.
 pub fn h_constants(log_n: u32) -> Result<HConstants> {
     let n = Scalar::from(1u64 << log_n);
     let n_inv =
@@ -109,22 +113,23 @@ pub fn h_constants(log_n: u32) -> Result<HConstants> {
     let z = g.pow_vartime([1u64 << log_n]) - Scalar::ONE;
     let zinv =
         Option::<Scalar>::from(z.invert()).ok_or_else(|| backend_err("Z on the coset is zero"))?;
-    Ok(((g, n_inv), (g_inv, n_inv), zinv))
+    let kappa = n_inv * zinv;
+    Ok(((g, n_inv), (g_inv, kappa), kappa))
 }
 
 impl HDomain {
     pub fn new(dev: &GpuDevice, log_n: u32) -> Result<Self> {
         let tw = super::ntt::twiddles(dev, log_n)?;
-        let ((g, f), (g_inv, f_inv), zinv) = h_constants(log_n)?;
+        let ((g, f), (g_inv, f_inv), kappa) = h_constants(log_n)?;
         let to_coset = PowerTables::new(dev, g, f, log_n)?;
         let from_coset = PowerTables::new(dev, g_inv, f_inv, log_n)?;
-        let zinv = dev.upload(as_bytes(&[zinv]), "1/Z")?;
+        let kappa = dev.upload(as_bytes(&[kappa]), "1/(n Z)")?;
         Ok(HDomain {
             log_n,
             tw,
             to_coset,
             from_coset,
-            zinv,
+            kappa,
         })
     }
 }
@@ -150,18 +155,23 @@ pub enum HStep {
         rev_in: bool,
         out_perm: bool,
     },
-    /// `h_quotient`: A = (A·B − C)/Z.
-    Quotient,
+    /// `h_product`: A = A·B.
+    Product,
+    /// `h_finish`: B = (A scaled by the from-coset tables, less C · kappa), permuted to natural
+    /// order.
+    Finish,
 }
 
-/// The H step: per buffer, inverse DIF (natural → bit-reversed coefficients · n), scale by
-/// g^k / n (staying bit-reversed), DIT (→ natural coset evaluations); the quotient into A; the
-/// inverse DIF of A, then B = A scaled by g^-k / n and permuted to natural order (H's
-/// coefficients). What `compute_h_device` runs, and what the host emulation of the kernels
-/// (engine/tests/cuda_math_on_host.rs) runs.
+/// The H step. For a and b: inverse DIF (natural → bit-reversed coefficients · n), scale by
+/// g^k / n (staying bit-reversed), DIT (→ natural coset evaluations). For c: the inverse DIF
+/// only. A = A·B; the inverse DIF of A; then B = A scaled by g^-k / (n Z) less C / (n Z),
+/// permuted to natural order: H's coefficients. That is the textbook H (the coset
+/// interpolation of (a·b − c)/Z) by linearity, without c's round trip through the coset (see
+/// `h_finish` in cuda-src/h.cu). What `compute_h_device` runs, and what the host emulation of
+/// the kernels (engine/tests/cuda_math_on_host.rs) runs.
 pub fn h_steps() -> Vec<HStep> {
     let mut v = Vec::new();
-    for x in [HBuf::A, HBuf::B, HBuf::C] {
+    for x in [HBuf::A, HBuf::B] {
         v.push(HStep::Ntt {
             x,
             dif: true,
@@ -180,19 +190,18 @@ pub fn h_steps() -> Vec<HStep> {
             inverse: false,
         });
     }
-    v.push(HStep::Quotient);
+    v.push(HStep::Ntt {
+        x: HBuf::C,
+        dif: true,
+        inverse: true,
+    });
+    v.push(HStep::Product);
     v.push(HStep::Ntt {
         x: HBuf::A,
         dif: true,
         inverse: true,
     });
-    v.push(HStep::Scale {
-        out: HBuf::B,
-        input: HBuf::A,
-        to_coset: false,
-        rev_in: true,
-        out_perm: true,
-    });
+    v.push(HStep::Finish);
     v
 }
 
@@ -216,17 +225,25 @@ pub fn compute_h_device(dev: &GpuDevice, d: &HDomain, a: u64, b: u64, c: u64) ->
                 let t = if to_coset { &d.to_coset } else { &d.from_coset };
                 scale_permute(dev, ptr(out), ptr(input), t, log_n, rev_in, out_perm)?
             }
-            HStep::Quotient => {
+            HStep::Product => {
                 let n = 1u64 << log_n;
+                gpu_launch!(dev, "h_product", grid(n, 256), &a, &b, &n)?
+            }
+            HStep::Finish => {
+                let n = 1u64 << log_n;
+                let t = &d.from_coset;
                 gpu_launch!(
                     dev,
-                    "h_quotient",
+                    "h_finish",
                     grid(n, 256),
-                    &a,
                     &b,
+                    &a,
                     &c,
-                    &d.zinv.ptr(),
-                    &n
+                    &t.lo.ptr(),
+                    &t.hi.ptr(),
+                    &d.kappa.ptr(),
+                    &t.lo_bits,
+                    &log_n
                 )?
             }
         }

@@ -5,9 +5,10 @@
 //     0 pass:     kernel (0 ntt_pass, 1 ntt_pass_v2), blocks, threads, smem, b, t, lg_l, lg_s,
 //                 dif, inverse, buffer, out buffer (3: none, in place)   (ntt.rs `pass_launches`)
 //     1 scale:    out, input, table (0 to-coset, 1 from-coset), rev_in, out_perm (h.rs)
-//     2 quotient: A = (A·B − C)·zinv
+//     2 product:  A = A·B
+//     3 finish:   B[bitrev p] = A[p]·from-coset table − C[p]·kappa (h_finish)
 //   then pows[k] = w^(2^k) (40 Fr), u32 lo_bits, the to-coset lo and hi tables, the from-coset
-//   lo and hi tables, zinv (1 Fr), and A, B, C.
+//   lo and hi tables, kappa (1 Fr), and A, B, C.
 // The twiddle table comes from ntt_twiddles (one thread after another), the passes run with every
 // block's threads concurrent (launch_blocks), the element-wise kernels one thread after another.
 
@@ -37,11 +38,11 @@ int main() {
     }
     const u64 n = 1ull << log_n;
     u32 lo_bits;
-    std::vector<u32> pows, to_lo, to_hi, from_lo, from_hi, zinv, buf[3];
+    std::vector<u32> pows, to_lo, to_hi, from_lo, from_hi, kappa, buf[3];
     if (!read_fr(pows, 40) || !read_u32(&lo_bits)) return 1;
     const u64 lo_len = 1ull << lo_bits, hi_len = n >> lo_bits;
     if (!read_fr(to_lo, lo_len) || !read_fr(to_hi, hi_len) || !read_fr(from_lo, lo_len) || !read_fr(from_hi, hi_len)) return 1;
-    if (!read_fr(zinv, 1) || !read_fr(buf[0], n) || !read_fr(buf[1], n) || !read_fr(buf[2], n)) return 1;
+    if (!read_fr(kappa, 1) || !read_fr(buf[0], n) || !read_fr(buf[1], n) || !read_fr(buf[2], n)) return 1;
     const u64 tw_count = log_n == 0 ? 1 : n / 2;
     std::vector<u32> tw(tw_count * 8);
     launch(tw_count, [&] { ntt_twiddles(tw.data(), pows.data(), tw_count); });
@@ -62,8 +63,10 @@ int main() {
             const u32 rev = op[4], perm = op[5];
             // blockIdx.x * blockDim.x + threadIdx.x = the element, as `grid(n, 256)` launches it.
             launch(n, [&] { scale_permute(out, in, lo, hi, lo_bits, log_n, rev, perm); });
+        } else if (op[0] == 2) {
+            launch(n, [&] { h_product(buf[0].data(), buf[1].data(), n); });
         } else {
-            launch(n, [&] { h_quotient(buf[0].data(), buf[1].data(), buf[2].data(), zinv.data(), n); });
+            launch(n, [&] { h_finish(buf[1].data(), buf[0].data(), buf[2].data(), from_lo.data(), from_hi.data(), kappa.data(), lo_bits, log_n); });
         }
     }
     for (auto& b : buf) if (fwrite(b.data(), 4, b.size(), stdout) != b.size()) return 1;
