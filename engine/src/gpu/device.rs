@@ -90,7 +90,10 @@ const KERNELS: &[(Module, &[&str])] = &[
         ],
     ),
     (Module::Ntt, &["ntt_pass", "ntt_pass_v2", "ntt_twiddles"]),
-    (Module::H, &["scale_permute", "h_product", "h_finish", "bitrev_copy"]),
+    (
+        Module::H,
+        &["scale_permute", "h_product", "h_finish", "bitrev_copy"],
+    ),
     (
         Module::Msm,
         &[
