@@ -39,10 +39,15 @@ fn param_dir() -> PathBuf {
 }
 
 fn srs() -> Srs {
+    srs_of(SEAL)
+}
+
+/// The parameters of `r` (generated into the cache the first time, by cuzk's seeded setup).
+fn srs_of(r: RegisteredSealProof) -> Srs {
     static GEN: Mutex<()> = Mutex::new(());
     let dir = param_dir();
     let _g = GEN.lock().unwrap_or_else(|e| e.into_inner());
-    let (path, _) = params::generate(Registered::Seal(SEAL), &dir, params::DEV_SETUP_SEED).unwrap();
+    let (path, _) = params::generate(Registered::Seal(r), &dir, params::DEV_SETUP_SEED).unwrap();
     Srs::open(&path, &OpenOptions::default()).unwrap()
 }
 
@@ -143,11 +148,56 @@ impl CircuitSink for Bellperson<'_> {
 
 #[test]
 fn a_one_byte_change_to_a_path_or_a_label_is_refused() {
-    let syn = synth_2kib();
-    let srs = srs();
-    let path = params::locate(Registered::Seal(SEAL), &param_dir()).unwrap();
+    damage_is_refused(SEAL, synth_2kib(), &srs());
+}
+
+/// At 512 MiB (cuzk's setup of its parameters and two CPU proofs: minutes, not in CI; run with
+/// `--ignored` on a machine with cores): a synthetic C1 output is proved by cuzk and accepted by
+/// `verify_seal`, and damaged ones are refused as at 2 KiB.
+#[test]
+#[ignore = "sets up 512 MiB PoRep parameters and proves on the CPU (minutes); run with --ignored"]
+fn synthetic_c1_512mib_is_proved_and_passes_verify_seal() {
+    param_dir();
+    let r = RegisteredSealProof::StackedDrg512MiBV1_1;
+    let t = std::time::Instant::now();
+    let srs = srs_of(r);
+    println!(
+        "512MiB parameters ready: {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    let syn = synth_c1::generate(r, 3).unwrap();
+    println!(
+        "synth-c1 512MiB: {:.2} s, {} partitions, {} challenges",
+        syn.elapsed.as_secs_f64(),
+        syn.partitions,
+        syn.challenges
+    );
+    let req = syn.porep_request().parse().unwrap();
+    let t = std::time::Instant::now();
+    let bytes = prove(req.clone(), &srs, &CpuBackend::new(), Rs::Random)
+        .unwrap()
+        .to_bytes();
+    println!(
+        "512MiB proved (CPU, self-verified): {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    assert_eq!(bytes.len(), 192 * syn.partitions);
+    assert!(
+        verify::verify(&req, &bytes).unwrap(),
+        "verify_seal rejected cuzk's proof of the 512 MiB synthetic C1 output"
+    );
+    println!("512MiB verify_seal: true");
+    damage_is_refused(r, &syn, &srs);
+}
+
+/// One byte changed in a Merkle path (comm_r_last, comm_d) or a label (a base parent's, an
+/// expansion parent's) of `syn`'s first challenge: cuzk refuses to prove it (the circuit is
+/// unsatisfied), and bellperson's proof of the damaged C1 (it proves unsatisfied circuits without
+/// a word) is rejected by `verify_seal`.
+fn damage_is_refused(r: RegisteredSealProof, syn: &synth_c1::SynthC1, srs: &Srs) {
+    let path = params::locate(Registered::Seal(r), &param_dir()).unwrap();
     let bp = Parameters::<Bls12>::read(std::fs::File::open(&path).unwrap(), false).unwrap();
-    let p0 = "/vanilla_proofs/StackedDrg2KiBV1/0/1";
+    let p0 = format!("/vanilla_proofs/{}/0/1", vanilla_key(r));
     let damages = [
         // A sibling on the replica's path in comm_r_last.
         format!("{p0}/comm_r_last_proof/data/Single/path/path/0/hashes/3/0"),
@@ -182,7 +232,7 @@ fn a_one_byte_change_to_a_path_or_a_label_is_refused() {
         .parse()
         .unwrap();
         let t = std::time::Instant::now();
-        let err = prove(req.clone(), &srs, &CpuBackend::new(), Rs::Random)
+        let err = prove(req.clone(), srs, &CpuBackend::new(), Rs::Random)
             .unwrap_err()
             .to_string();
         println!("{at}: refused in {:.1} s: {err}", t.elapsed().as_secs_f64());
@@ -195,6 +245,19 @@ fn a_one_byte_change_to_a_path_or_a_label_is_refused() {
                 "{at}: verify_seal accepted a proof of a damaged C1 output"
             );
         }
+    }
+}
+
+/// The C1 output's `vanilla_proofs` key of a registered seal proof (V1 and V1_1 share it).
+fn vanilla_key(r: RegisteredSealProof) -> &'static str {
+    use RegisteredSealProof::*;
+    match r {
+        StackedDrg2KiBV1 | StackedDrg2KiBV1_1 => "StackedDrg2KiBV1",
+        StackedDrg8MiBV1 | StackedDrg8MiBV1_1 => "StackedDrg8MiBV1",
+        StackedDrg512MiBV1 | StackedDrg512MiBV1_1 => "StackedDrg512MiBV1",
+        StackedDrg32GiBV1 | StackedDrg32GiBV1_1 => "StackedDrg32GiBV1",
+        StackedDrg64GiBV1 | StackedDrg64GiBV1_1 => "StackedDrg64GiBV1",
+        other => panic!("{other:?}: no synthetic C1 output"),
     }
 }
 
