@@ -69,6 +69,10 @@ pub struct PipelinedGpu {
     /// Recordings' matrices resident on this GPU, by shape hash.
     recordings: Mutex<HashMap<[u8; 32], Arc<DeviceRecording>>>,
     resident: Mutex<Option<Arc<Resident>>>,
+    /// Where the resident bases live: a pool of their own, so that evicting them gives all of
+    /// their memory back to the device (in the default pool they could share chunks with
+    /// buffers that outlive them). `None` without a stream-ordered allocator.
+    resident_pool: Option<super::pool::OwnPool>,
     domains: Mutex<HashMap<u32, Arc<HDomain>>>,
     /// Serialises the queueing of partitions (and the resident-SRS and domain caches).
     compute_lock: Mutex<()>,
@@ -98,12 +102,14 @@ impl PipelinedGpu {
         let copy = copy_dev.stream.clone();
         let kernels = inner.device().fork()?;
         let readback = inner.device().fork()?;
+        let resident_pool = super::pool::OwnPool::new(&inner.device().ctx)?;
         Ok(PipelinedGpu {
             inner,
             copy,
             copy_dev,
             recordings: Mutex::new(HashMap::new()),
             resident: Mutex::new(None),
+            resident_pool,
             domains: Mutex::new(HashMap::new()),
             compute_lock: Mutex::new(()),
             kernels,
@@ -362,15 +368,27 @@ impl PipelinedGpu {
         }
         let r = Arc::new(Resident {
             key,
-            h: dev.upload(as_bytes(srs.h()), "resident h bases")?,
-            l: dev.upload(as_bytes(srs.l()), "resident l bases")?,
-            a: dev.upload(as_bytes(srs.a()), "resident a bases")?,
-            b_g1: dev.upload(as_bytes(srs.b_g1()), "resident b_g1 bases")?,
-            b_g2: dev.upload(as_bytes(srs.b_g2()), "resident b_g2 bases")?,
+            h: self.upload_resident(as_bytes(srs.h()), "resident h bases")?,
+            l: self.upload_resident(as_bytes(srs.l()), "resident l bases")?,
+            a: self.upload_resident(as_bytes(srs.a()), "resident a bases")?,
+            b_g1: self.upload_resident(as_bytes(srs.b_g1()), "resident b_g1 bases")?,
+            b_g2: self.upload_resident(as_bytes(srs.b_g2()), "resident b_g2 bases")?,
         });
         dev.sync("resident SRS upload")?;
         *slot = Some(r.clone());
         Ok(r)
+    }
+
+    /// `bytes` on the device in the resident pool (not waiting for the copy).
+    fn upload_resident(&self, bytes: &[u8], what: &str) -> Result<DevBuf> {
+        let dev = self.inner.device();
+        let Some(pool) = &self.resident_pool else {
+            return dev.upload(bytes, what);
+        };
+        // SAFETY: the whole buffer is written by the copy below before any kernel reads it.
+        let mut b = DevBuf::from_slice(unsafe { pool.alloc(&dev.stream, bytes.len(), what)? });
+        dev.upload_into(&mut b, 0, bytes, what)?;
+        Ok(b)
     }
 
     fn domain(&self, log_n: u32) -> Result<Arc<HDomain>> {
@@ -500,10 +518,16 @@ impl Backend for PipelinedGpu {
         // held outside every reservation, so they count as held by others: the budget admits
         // only what is left beside them.
         let held = self.recording_bytes();
-        crate::gpu::pool::memory(&self.inner.device().ctx)
-            .map(|mut m| {
-                m.ours = m.ours.saturating_sub(held);
-                m
+        let resident = match &self.resident_pool {
+            Some(p) => p.reserved(),
+            None => Ok(0),
+        };
+        resident
+            .and_then(|r| {
+                crate::gpu::pool::memory(&self.inner.device().ctx).map(|mut m| {
+                    m.ours = (m.ours + r).saturating_sub(held);
+                    m
+                })
             })
             .map_err(|e| log::warn!("{e}: the VRAM budget keeps its last reading"))
             .ok()
@@ -540,7 +564,8 @@ impl Backend for PipelinedGpu {
             .bind_to_thread()
             .map_err(|e| backend_err(format!("binding the GPU's context: {e:?}")))?;
         // Kernels already queued read the bases (and partitions not yet collected keep their own
-        // hold on them): free after them, then give the memory back (the pool keeps freed memory).
+        // hold on them): free after them. Their own pool gives their memory back once the stream
+        // has passed the frees; the default pool keeps what it freed, so trim it too.
         self.kernels.sync("freeing the resident SRS")?;
         drop(r);
         dev.sync("freeing the resident SRS")?;
