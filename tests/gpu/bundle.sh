@@ -25,9 +25,12 @@ for line in sys.stdin:
     # The GPU test binaries (engine/tests/gpu_*.rs) that have ignored tests; other ignored tests
     # (e.g. filecoin's 512 MiB seal) are not GPU tests and stay out.
     case "$name" in gpu_*) ;; *) continue ;; esac
-    if "$exe" --list --ignored 2>/dev/null | grep -q ': test$'; then
+    # Count, not `grep -q`: grep leaving early would kill the listing with SIGPIPE, and under
+    # pipefail a binary with tests would then be left out at random.
+    n=$("$exe" --list --ignored 2>/dev/null | grep -c ': test$' || true)
+    if [ "${n:-0}" -gt 0 ]; then
         cp "$exe" "$dir/$name"
-        echo "bundled $name ($("$exe" --list --ignored | grep -c ': test$') GPU tests)"
+        echo "bundled $name ($n GPU tests)"
     fi
 done
 cp "$cuzk" "$dir/cuzk"
