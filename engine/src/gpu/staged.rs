@@ -102,7 +102,12 @@ impl PipelinedGpu {
         let copy = copy_dev.stream.clone();
         let kernels = inner.device().fork()?;
         let readback = inner.device().fork()?;
-        let resident_pool = super::pool::OwnPool::new(&inner.device().ctx)?;
+        let resident_pool = super::pool::OwnPool::new(&inner.device().ctx)
+            // Only a cost: the bases then share the default pool, and an eviction may leave
+            // part of their memory there.
+            .map_err(|e| log::warn!("{e}; the resident SRS bases use the default pool"))
+            .ok()
+            .flatten();
         Ok(PipelinedGpu {
             inner,
             copy,
