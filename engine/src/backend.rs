@@ -291,9 +291,13 @@ pub fn run_steps<B: Backend + ?Sized>(
         a_query,
         b_query,
         msm_chunk,
+        stream,
         ..
     } = p;
-    let chunk = msm_chunk.unwrap_or(usize::MAX).max(1);
+    let chunk = msm_chunk
+        .or(stream.map(|t| t.chunk as usize))
+        .unwrap_or(usize::MAX)
+        .max(1);
     let start = Instant::now();
     let h_coeffs = b.compute_h(a, b_evals, c)?;
     let h = b.msm_g1(srs.h(), &h_coeffs)?;

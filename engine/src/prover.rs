@@ -117,6 +117,10 @@ pub struct Prepared {
     pub shape: Shape,
     /// The small-memory tier: MSM bases streamed in chunks of this many points (`None`: whole).
     pub msm_chunk: Option<usize>,
+    /// The streamed tier (a GPU whose budget holds neither the SRS nor the whole partition):
+    /// the steps run one after another, each MSM's bases streamed in chunks
+    /// (`gpu::stream_plan`). A host backend runs the same steps with its MSMs in the same chunks.
+    pub stream: Option<crate::gpu::stream_plan::StreamTier>,
     /// The recorded path: the witness and its recording; `a`, `b`, `c` are left empty, for the
     /// backend to compute (a GPU from the uploaded witness, else [`Prepared::complete_on_host`]);
     /// the three splits are built.
@@ -299,6 +303,7 @@ pub fn prepare(
             public_inputs: asg.inputs.get(1..).unwrap_or(&[]).to_vec(),
             shape,
             msm_chunk: None,
+            stream: None,
             recorded: Some(Recorded {
                 rec: d.0,
                 inputs: asg.inputs,
@@ -350,6 +355,7 @@ pub fn prepare(
         public_inputs: inputs.get(1..).unwrap_or(&[]).to_vec(),
         shape,
         msm_chunk: None,
+        stream: None,
         recorded: None,
     })
 }

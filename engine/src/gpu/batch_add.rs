@@ -49,6 +49,14 @@ pub fn batch_add_queued(
             bits.len()
         )));
     }
+    batch_add_at(dev, curve, bases.ptr(), bits.ptr(), n)
+}
+
+/// Queues the batch addition of `n` bases at device address `bases` selected by the bitmap words
+/// at `bits` (a chunk of larger buffers: the streamed tier; `bits` then starts at the chunk's
+/// first word, so chunks start at multiples of 64 points). The caller checked the lengths.
+pub fn batch_add_at(dev: &GpuDevice, curve: Curve, bases: u64, bits: u64, n: u64) -> Result<DevBuf> {
+    let nwords = n.div_ceil(64);
     let target = (dev.sm_count as u64 * THREADS_PER_SM).max(1);
     let wpt = nwords.div_ceil(target).max(1);
     let threads = nwords.div_ceil(wpt);
@@ -60,8 +68,8 @@ pub fn batch_add_queued(
         dev,
         &curve.kernel("batch_add"),
         grid(threads, 128),
-        &bases.ptr(),
-        &bits.ptr(),
+        &bases,
+        &bits,
         &partials.ptr(),
         &n,
         &wpt

@@ -12,7 +12,7 @@ use super::{as_bytes, backend_err, Result};
 use crate::gpu_launch;
 
 /// Bits of the index covered by the low power table; the high table covers the rest.
-const LO_BITS: u32 = 12;
+pub const LO_BITS: u32 = 12;
 
 /// Two tables with lo[i] · hi[j] = f · g^(i + j·2^lo_bits), covering every exponent < 2^log_n.
 pub struct PowerTables {

@@ -17,6 +17,8 @@ pub mod pool;
 pub mod sources;
 pub mod spmv;
 pub mod staged;
+pub mod stream_plan;
+mod streamed;
 
 pub use backend::GpuBackend;
 pub use device::{probe, GpuDevice};

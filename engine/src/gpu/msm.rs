@@ -422,6 +422,24 @@ impl QueuedMsm {
         }))
     }
 
+    /// Queues the MSM of `plan.n` points whose bases and scalars start at device addresses
+    /// `bases` and `scalars` (a chunk of larger buffers: the streamed tier); None for no points.
+    /// The caller keeps both ranges alive and unwritten until the stream has run it.
+    pub fn at(
+        dev: &GpuDevice,
+        bases: u64,
+        scalars: u64,
+        plan: &MsmPlan,
+    ) -> Result<Option<Self>> {
+        if plan.n == 0 || plan.live == 0 {
+            return Ok(None);
+        }
+        Ok(Some(QueuedMsm {
+            windows: msm_windows_queued(dev, bases, scalars, plan)?,
+            plan: *plan,
+        }))
+    }
+
     fn raw(&self, dev: &GpuDevice) -> Result<Vec<u8>> {
         let mut out = vec![0u8; self.plan.windows as usize * self.plan.curve.xyzz_bytes()];
         dev.download(&self.windows, 0, &mut out, "MSM window sums")?;

@@ -52,13 +52,13 @@ struct OnDevice {
 }
 
 /// An SRS's proving bases on the device, and what identifies the SRS they came from.
-struct Resident {
+pub(super) struct Resident {
     key: (usize, usize, usize, [u8; 96]),
-    h: DevBuf,
-    l: DevBuf,
-    a: DevBuf,
-    b_g1: DevBuf,
-    b_g2: DevBuf,
+    pub(super) h: DevBuf,
+    pub(super) l: DevBuf,
+    pub(super) a: DevBuf,
+    pub(super) b_g1: DevBuf,
+    pub(super) b_g2: DevBuf,
 }
 
 pub struct PipelinedGpu {
@@ -77,7 +77,11 @@ pub struct PipelinedGpu {
     /// Serialises the queueing of partitions (and the resident-SRS and domain caches).
     compute_lock: Mutex<()>,
     /// The GPU's one kernel stream: every partition's kernels, in the order they were queued.
-    kernels: GpuDevice,
+    pub(super) kernels: GpuDevice,
+    /// The streamed tier's copy stream (`streamed.rs`) and its page-locked copy ring, made on
+    /// first use.
+    pub(super) stream_copy: GpuDevice,
+    pub(super) ring: Mutex<Option<super::streamed::Ring>>,
     /// The collector's stream, for reading sums back while the kernel stream goes on.
     readback: GpuDevice,
 }
@@ -102,6 +106,7 @@ impl PipelinedGpu {
         let copy = copy_dev.stream.clone();
         let kernels = inner.device().fork()?;
         let readback = inner.device().fork()?;
+        let stream_copy = inner.device().fork()?;
         let resident_pool = super::pool::OwnPool::new(&inner.device().ctx)
             // Only a cost: the bases then share the default pool, and an eviction may leave
             // part of their memory there.
@@ -118,6 +123,8 @@ impl PipelinedGpu {
             domains: Mutex::new(HashMap::new()),
             compute_lock: Mutex::new(()),
             kernels,
+            stream_copy,
+            ring: Mutex::new(None),
             readback,
         })
     }
@@ -227,12 +234,12 @@ impl PipelinedGpu {
     }
 
     fn queue_uploads(&self, p: &Prepared, src: &mut Src) -> Result<Staged> {
-        if let (Some(r), None) = (&p.recorded, p.msm_chunk) {
+        if let (Some(r), None) = (&p.recorded, p.msm_chunk.or(p.stream.map(|t| t.chunk as usize))) {
             return self.queue_recorded(p, r, src);
         }
-        if p.msm_chunk.is_some() {
-            // The small-memory tier: too large to stage whole; `compute` runs the heavy steps one
-            // by one with the bases streamed in chunks.
+        if p.stream.is_some() || p.msm_chunk.is_some() {
+            // The streamed tier (or the chunked one): too large to stage whole; `compute` runs
+            // the steps one after another, the bases streamed in chunks.
             return Ok(Staged::on_host(p.clone()));
         }
         let n = p.a.len();
@@ -351,7 +358,7 @@ impl PipelinedGpu {
     }
 
     /// The SRS's bases on the device, uploaded on first use (one parameter set at a time).
-    fn resident(&self, srs: &Srs) -> Result<Arc<Resident>> {
+    pub(super) fn resident(&self, srs: &Srs) -> Result<Arc<Resident>> {
         let key = srs_key(srs);
         let mut slot = self
             .resident
@@ -396,7 +403,7 @@ impl PipelinedGpu {
         Ok(b)
     }
 
-    fn domain(&self, log_n: u32) -> Result<Arc<HDomain>> {
+    pub(super) fn domain(&self, log_n: u32) -> Result<Arc<HDomain>> {
         let mut d = self
             .domains
             .lock()
@@ -623,6 +630,17 @@ impl Backend for PipelinedGpu {
                 let p = other
                     .downcast::<Prepared>()
                     .map_err(|_| backend_err("partition was staged by another backend"))?;
+                if let Some(tier) = p.stream {
+                    // The streamed tier holds the GPU for the whole partition: its steps share
+                    // the card's memory one after another.
+                    let _g = self
+                        .compute_lock
+                        .lock()
+                        .map_err(|_| backend_err("compute lock poisoned"))?;
+                    let sums = self.compute_streamed(srs, *p, tier, t);
+                    launched();
+                    return Ok(Computed::on_host(index, public_inputs, sums?));
+                }
                 let sums = crate::backend::run_steps(self, srs, *p, t);
                 launched();
                 return Ok(Computed::on_host(index, public_inputs, sums?));

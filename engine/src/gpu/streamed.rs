@@ -1,0 +1,515 @@
+//! The streamed tier on a GPU (`PipelinedGpu::compute_streamed`): a partition proved on a card
+//! whose budget holds neither the SRS nor a whole partition. The plan and its device bytes are
+//! `stream_plan.rs`'s; this file runs it.
+//!
+//! - Two streams: the GPU's kernel stream and a copy stream of the tier's own. Host data
+//!   (`a, b, c`, the queries' scalars and bitmaps, the bases) goes through a ring of page-locked
+//!   buffers of the backend's own ([`Ring`]), filled by host threads while earlier pieces are in
+//!   flight; the kernels wait on events for the copies they read, and the copy stream waits on
+//!   events for the kernels that still read a chunk buffer before it overwrites it.
+//! - The bases of each MSM are streamed in chunks through two device buffers, each chunk's MSM
+//!   and batch addition queued as soon as its copy is: the copy of chunk k+1 overlaps chunk k's
+//!   kernels. Each chunk's window sums stay on the device until the partition's last kernel;
+//!   then they are read back and added.
+//! - While the H-MSM runs, the host builds the queries' scalar splits from the witness.
+//! - Where the bases are resident (`StreamTier::resident_bases`), the MSMs read them there and
+//!   only the partition's own data crosses PCIe.
+
+use std::time::Instant;
+
+use blstrs::{G1Projective, G2Projective, Scalar};
+use cudarc::driver::CudaEvent;
+use group::Group;
+
+use super::batch_add::{batch_add_at, read_sum};
+use super::buf::{DevBuf, PinnedBuf};
+use super::h::compute_h_device;
+use super::msm::{MsmPlan, QueuedMsm};
+use super::points::{g1_from_xyzz, g2_from_xyzz, Curve};
+use super::stream_plan::StreamTier;
+use super::{as_bytes, backend_err, GpuDevice, PipelinedGpu, Result};
+use crate::backend::parallel_copy;
+use crate::prover::{splits, unsatisfied, Prepared, Split, Sums};
+use crate::timings::Timings;
+use cuzk_srs::Srs;
+
+/// Buffers in the ring, and the bytes of each.
+const RING_BUFS: usize = 4;
+const RING_BYTES: usize = 32 << 20;
+
+/// Page-locked host buffers, used in turn for host-to-device copies (`busy[i]`: the copy still
+/// reading buffer `i`).
+pub(super) struct Ring {
+    bufs: Vec<PinnedBuf>,
+    busy: Vec<Option<CudaEvent>>,
+    next: usize,
+}
+
+impl Ring {
+    pub(super) fn new(dev: &GpuDevice) -> Result<Ring> {
+        let bufs = (0..RING_BUFS)
+            .map(|_| dev.alloc_pinned(RING_BYTES, "the streamed tier's copy ring"))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Ring {
+            busy: (0..bufs.len()).map(|_| None).collect(),
+            bufs,
+            next: 0,
+        })
+    }
+
+    /// Queues the copy of `src` to byte `at` of `dst` on `copy`, piece by piece through the ring.
+    fn upload(
+        &mut self,
+        copy: &GpuDevice,
+        dst: &mut DevBuf,
+        at: usize,
+        src: &[u8],
+        what: &str,
+    ) -> Result<()> {
+        if at + src.len() > dst.len() {
+            return Err(backend_err(format!(
+                "upload of {what}: {} bytes at {at} exceed the buffer's {}",
+                src.len(),
+                dst.len()
+            )));
+        }
+        let threads = copy_threads();
+        for (k, piece) in src.chunks(RING_BYTES).enumerate() {
+            let i = self.next % self.bufs.len();
+            self.next += 1;
+            if let Some(ev) = self.busy[i].take() {
+                ev.synchronize().map_err(|e| {
+                    backend_err(format!("upload of {what}: waiting for ring buffer {i}: {e:?}"))
+                })?;
+            }
+            let host = &mut self.bufs[i].as_mut_slice()?[..piece.len()];
+            parallel_copy(host, piece, threads);
+            let off = at + k * RING_BYTES;
+            copy.upload_into(dst, off, host, what)?;
+            self.busy[i] = Some(copy.mark()?);
+        }
+        Ok(())
+    }
+
+    /// Waits for every copy still reading the ring.
+    fn drain(&mut self) -> Result<()> {
+        for ev in self.busy.iter_mut().filter_map(Option::take) {
+            ev.synchronize()
+                .map_err(|e| backend_err(format!("waiting for the copy ring: {e:?}")))?;
+        }
+        Ok(())
+    }
+}
+
+/// Host threads that fill a ring buffer.
+fn copy_threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get() / 4)
+        .unwrap_or(1)
+        .clamp(1, 4)
+}
+
+/// One query's results still on the device: each chunk's MSM and batch addition.
+#[derive(Default)]
+struct Pieces {
+    msms: Vec<QueuedMsm>,
+    ones: Vec<DevBuf>,
+}
+
+impl Pieces {
+    fn g1(self, dev: &GpuDevice) -> Result<G1Projective> {
+        let mut acc = G1Projective::identity();
+        for q in self.msms {
+            acc += QueuedMsm::g1(Some(q), dev)?;
+        }
+        for s in &self.ones {
+            acc += g1_from_xyzz(&read_sum(dev, s, Curve::G1)?);
+        }
+        Ok(acc)
+    }
+    fn g2(self, dev: &GpuDevice) -> Result<G2Projective> {
+        let mut acc = G2Projective::identity();
+        for q in self.msms {
+            acc += QueuedMsm::g2(Some(q), dev)?;
+        }
+        for s in &self.ones {
+            acc += g2_from_xyzz(&read_sum(dev, s, Curve::G2)?);
+        }
+        Ok(acc)
+    }
+}
+
+/// An MSM's scalars (and one-bitmap) on the device, with the host tail they came from (each
+/// chunk's plan is sized by its own nonzero count).
+struct Scalars<'h> {
+    dev: DevBuf,
+    ones: Option<DevBuf>,
+    host: Option<&'h [Scalar]>,
+    n: u64,
+}
+
+impl PipelinedGpu {
+    /// Runs a partition in the streamed tier (`p.stream`), from its host data to its sums.
+    pub(super) fn compute_streamed(
+        &self,
+        srs: &Srs,
+        mut p: Prepared,
+        tier: StreamTier,
+        t: &mut Timings,
+    ) -> Result<Sums> {
+        let dev = &self.kernels;
+        let cp = &self.stream_copy;
+        let mut ring = self
+            .ring
+            .lock()
+            .map_err(|_| backend_err("copy ring poisoned"))?;
+        if ring.is_none() {
+            *ring = Some(Ring::new(cp)?);
+        }
+        let ring = ring.as_mut().ok_or_else(|| backend_err("no copy ring"))?;
+        let resident = if tier.resident_bases {
+            Some(self.resident(srs)?)
+        } else {
+            None
+        };
+        let n = srs.domain_size();
+        let log_n = n.trailing_zeros();
+        let d = self.domain(log_n)?;
+
+        // 1. a, b, c: from the recording on the host, one at a time, each uploaded and freed.
+        let start = Instant::now();
+        let rec = p.recorded.take();
+        let mut abc: Vec<DevBuf> = Vec::with_capacity(3);
+        for m in 0..3 {
+            let host = match &rec {
+                Some(r) => {
+                    let c = r.rec.counts();
+                    if r.inputs.len() != c.inputs || r.aux.len() != c.aux {
+                        return Err(backend_err(format!(
+                            "circuit {}: a witness of {} inputs and {} aux for a recording of {} and {}",
+                            p.index,
+                            r.inputs.len(),
+                            r.aux.len(),
+                            c.inputs,
+                            c.aux
+                        )));
+                    }
+                    let mut v = r.rec.product(m, &r.inputs, &r.aux);
+                    v.resize(n, Scalar::from(0u64));
+                    v
+                }
+                None => std::mem::take(match m {
+                    0 => &mut p.a,
+                    1 => &mut p.b,
+                    _ => &mut p.c,
+                }),
+            };
+            if host.len() != n {
+                return Err(backend_err(format!(
+                    "circuit {}: {} evaluations for a domain of {n}",
+                    p.index,
+                    host.len()
+                )));
+            }
+            let mut buf = cp.alloc(n * 32, "streamed a, b, c")?;
+            ring.upload(cp, &mut buf, 0, as_bytes(&host), "a, b, c")?;
+            abc.push(buf);
+        }
+        // Every row's a·b = c, checked on the device (the full path's `prepare` does it on the
+        // host).
+        if let Some(r) = rec.as_ref().filter(|r| r.check_satisfied) {
+            ring.drain()?;
+            if let Some(row) = first_unsatisfied(cp, &abc, r.rec.counts().rows() as u64)? {
+                let v = read_row(cp, &abc, row)?;
+                return Err(unsatisfied(p.index, row, &v[0], &v[1], &v[2]));
+            }
+        }
+        dev.stream
+            .wait(&cp.mark()?)
+            .map_err(|e| backend_err(format!("kernel stream waiting for a, b, c: {e:?}")))?;
+        compute_h_device(dev, &d, abc[0].ptr(), abc[1].ptr(), abc[2].ptr())?;
+        let mut abc = abc.into_iter();
+        let (da, db, dc) = match (abc.next(), abc.next(), abc.next()) {
+            (Some(a), Some(b), Some(c)) => (a, b, c),
+            _ => return Err(backend_err("streamed a, b, c: three buffers expected")),
+        };
+        // a and c are read by the H step only: freed once the kernels are past it.
+        self.free_after_kernels(vec![da, dc])?;
+        t.step("ntt_h", start);
+
+        // 2. The H-MSM, bases streamed, while the host builds the queries' scalars.
+        let start = Instant::now();
+        let h_scalars = Scalars {
+            dev: db,
+            ones: None,
+            host: None,
+            n: (n - 1) as u64,
+        };
+        let h_bases = resident.as_ref().map(|r| &r.h);
+        let (h, built) = rayon::join(
+            || {
+                self.msm_streamed(
+                    ring,
+                    Curve::G1,
+                    as_bytes(srs.h()),
+                    h_bases,
+                    &h_scalars,
+                    tier.chunk,
+                )
+            },
+            || -> Result<(Split, Split, Split)> {
+                match &rec {
+                    Some(r) if r.splits_pending => {
+                        let [a_aux, b_in, b_aux] = r.rec.densities();
+                        Ok(splits(&r.inputs, r.aux.clone(), [&a_aux, &b_in, &b_aux]))
+                    }
+                    _ => Ok((
+                        std::mem::take(&mut p.l),
+                        std::mem::take(&mut p.a_query),
+                        std::mem::take(&mut p.b_query),
+                    )),
+                }
+            },
+        );
+        let h = h?;
+        let (l, a_query, b_query) = built?;
+        drop(rec);
+        self.free_after_kernels(vec![h_scalars.dev])?;
+        t.step("msm_h", start);
+
+        // 3. The queries, one after another: scalars uploaded just before, freed after.
+        let start = Instant::now();
+        check("l", srs.l().len(), l.tail.len())?;
+        check("a", srs.a().len(), a_query.tail.len())?;
+        check("b", srs.b_g1().len(), b_query.tail.len())?;
+        let rb = resident.as_ref();
+        let ls = self.upload_query(ring, &l, "l scalars")?;
+        let lp = self.msm_streamed(
+            ring,
+            Curve::G1,
+            as_bytes(srs.l()),
+            rb.map(|r| &r.l),
+            &ls,
+            tier.chunk,
+        )?;
+        self.free_scalars(ls)?;
+        let aqs = self.upload_query(ring, &a_query, "a scalars")?;
+        let ap = self.msm_streamed(
+            ring,
+            Curve::G1,
+            as_bytes(srs.a()),
+            rb.map(|r| &r.a),
+            &aqs,
+            tier.chunk,
+        )?;
+        self.free_scalars(aqs)?;
+        let bqs = self.upload_query(ring, &b_query, "b scalars")?;
+        let bp = self.msm_streamed(
+            ring,
+            Curve::G1,
+            as_bytes(srs.b_g1()),
+            rb.map(|r| &r.b_g1),
+            &bqs,
+            tier.chunk,
+        )?;
+        let b2p = self.msm_streamed(
+            ring,
+            Curve::G2,
+            as_bytes(srs.b_g2()),
+            rb.map(|r| &r.b_g2),
+            &bqs,
+            tier.chunk_g2,
+        )?;
+        self.free_scalars(bqs)?;
+        ring.drain()?;
+        dev.sync("the streamed partition's kernels")?;
+        t.step("tail_msm", start);
+        let read_back = Instant::now();
+        let sums = Sums {
+            h: h.g1(dev)?,
+            l: lp.g1(dev)?,
+            a: ap.g1(dev)?,
+            b_g1: bp.g1(dev)?,
+            b_g2: b2p.g2(dev)?,
+        };
+        t.span("dtoh", read_back, Instant::now());
+        Ok(sums)
+    }
+
+    /// Frees device buffers the copy stream allocated once the kernel stream is past everything
+    /// queued so far (the copy stream waits for it, then frees in its order).
+    fn free_after_kernels(&self, bufs: Vec<DevBuf>) -> Result<()> {
+        let ev = self.kernels.mark()?;
+        self.stream_copy
+            .stream
+            .wait(&ev)
+            .map_err(|e| backend_err(format!("copy stream waiting for the kernels: {e:?}")))?;
+        drop(bufs);
+        Ok(())
+    }
+
+    fn free_scalars(&self, s: Scalars) -> Result<()> {
+        let mut bufs = vec![s.dev];
+        bufs.extend(s.ones);
+        self.free_after_kernels(bufs)
+    }
+
+    /// A query's tail and one-bitmap on the device (uploaded through the ring), with the host
+    /// tail beside them.
+    fn upload_query<'h>(&self, ring: &mut Ring, split: &'h Split, what: &str) -> Result<Scalars<'h>> {
+        let cp = &self.stream_copy;
+        let tail = as_bytes(&split.tail);
+        let mut s = cp.alloc(tail.len().max(32), what)?;
+        ring.upload(cp, &mut s, 0, tail, what)?;
+        let ones = if split.ones.count_ones() > 0 {
+            let w = as_bytes(split.ones.words());
+            let mut b = cp.alloc(w.len().max(8), what)?;
+            ring.upload(cp, &mut b, 0, w, what)?;
+            Some(b)
+        } else {
+            None
+        };
+        Ok(Scalars {
+            dev: s,
+            ones,
+            host: Some(&split.tail),
+            n: split.tail.len() as u64,
+        })
+    }
+
+    /// The MSM of `s` (and its batch addition where `s.ones`) against `host_bases` (or the
+    /// `resident` copy), in chunks of `chunk` points: each chunk's bases copied into one of two
+    /// device buffers while the kernels work on the other.
+    fn msm_streamed(
+        &self,
+        ring: &mut Ring,
+        curve: Curve,
+        host_bases: &[u8],
+        resident: Option<&DevBuf>,
+        s: &Scalars,
+        chunk: u64,
+    ) -> Result<Pieces> {
+        let dev = &self.kernels;
+        let cp = &self.stream_copy;
+        let affine = curve.affine_bytes();
+        let n = s.n;
+        if host_bases.len() as u64 != n * affine as u64 {
+            return Err(backend_err(format!(
+                "streamed MSM: {} bytes of bases for {n} scalars",
+                host_bases.len()
+            )));
+        }
+        let mut out = Pieces::default();
+        if n == 0 {
+            return Ok(out);
+        }
+        // Each chunk's nonzero count sizes its plan (the witness tails are ~1 % nonzero).
+        let live = |lo: u64, hi: u64| -> u64 {
+            match s.host {
+                Some(h) => {
+                    use rayon::prelude::*;
+                    h[lo as usize..hi as usize]
+                        .par_iter()
+                        .with_min_len(1 << 14)
+                        .filter(|x| !bool::from(ff::Field::is_zero(*x)))
+                        .count() as u64
+                }
+                None => hi - lo,
+            }
+        };
+        let queue = |bases: u64, lo: u64, hi: u64, out: &mut Pieces| -> Result<()> {
+            let len = hi - lo;
+            let plan = MsmPlan::on_sparse(dev, len, live(lo, hi), curve);
+            if let Some(q) = QueuedMsm::at(dev, bases, s.dev.at(lo as usize * 32), &plan)? {
+                out.msms.push(q);
+            }
+            if let Some(bits) = &s.ones {
+                out.ones.push(batch_add_at(
+                    dev,
+                    curve,
+                    bases,
+                    bits.at((lo / 64) as usize * 8),
+                    len,
+                )?);
+            }
+            Ok(())
+        };
+        if let Some(r) = resident {
+            // One piece over the resident bases.
+            queue(r.ptr(), 0, n, &mut out)?;
+            return Ok(out);
+        }
+        let chunk = chunk.clamp(64, n.next_multiple_of(64)) / 64 * 64;
+        let mut bufs = [
+            cp.alloc(chunk as usize * affine, "streamed bases")?,
+            cp.alloc(chunk as usize * affine, "streamed bases")?,
+        ];
+        let mut read: [Option<CudaEvent>; 2] = [None, None];
+        let mut lo = 0u64;
+        let mut k = 0usize;
+        while lo < n {
+            let hi = (lo + chunk).min(n);
+            let j = k % 2;
+            if let Some(ev) = read[j].take() {
+                cp.stream
+                    .wait(&ev)
+                    .map_err(|e| backend_err(format!("copy stream waiting for an MSM: {e:?}")))?;
+            }
+            let src = &host_bases[lo as usize * affine..hi as usize * affine];
+            ring.upload(cp, &mut bufs[j], 0, src, "streamed bases")?;
+            dev.stream
+                .wait(&cp.mark()?)
+                .map_err(|e| backend_err(format!("kernels waiting for streamed bases: {e:?}")))?;
+            queue(bufs[j].ptr(), lo, hi, &mut out)?;
+            read[j] = Some(dev.mark()?);
+            lo = hi;
+            k += 1;
+        }
+        let [b0, b1] = bufs;
+        self.free_after_kernels(vec![b0, b1])?;
+        Ok(out)
+    }
+}
+
+fn check(what: &str, bases: usize, scalars: usize) -> Result<()> {
+    if bases != scalars {
+        return Err(backend_err(format!(
+            "{what}: the parameters have {bases} bases, the partition {scalars} scalars"
+        )));
+    }
+    Ok(())
+}
+
+/// The first row `< rows` where `a·b ≠ c` (the products on the device); waits for the answer.
+fn first_unsatisfied(cp: &GpuDevice, abc: &[DevBuf], rows: u64) -> Result<Option<usize>> {
+    if rows == 0 {
+        return Ok(None);
+    }
+    let first = cp.upload(as_bytes(&[rows]), "row check result")?;
+    crate::gpu_launch!(
+        cp,
+        "spmv_unsatisfied",
+        super::device::grid(rows, 256),
+        &first.ptr(),
+        &abc[0].ptr(),
+        &abc[1].ptr(),
+        &abc[2].ptr(),
+        &rows
+    )?;
+    let mut out = [0u64];
+    cp.download(&first, 0, super::as_bytes_mut(&mut out), "row check result")?;
+    Ok((out[0] < rows).then_some(out[0] as usize))
+}
+
+fn read_row(cp: &GpuDevice, abc: &[DevBuf], row: usize) -> Result<[Scalar; 3]> {
+    let mut v = [Scalar::from(0u64); 3];
+    for (m, out) in v.iter_mut().enumerate() {
+        cp.download(
+            &abc[m],
+            32 * row,
+            super::as_bytes_mut(std::slice::from_mut(out)),
+            "unsatisfied row",
+        )?;
+    }
+    Ok(v)
+}
