@@ -26,7 +26,7 @@ use rayon::prelude::*;
 use crate::error::EngineError;
 use crate::fft::Domain;
 use crate::fixed_base::FixedBase;
-use crate::r1cs::{count, evaluate};
+use crate::r1cs::{count, evaluate, QapAt};
 
 fn synth_err(source: SynthesisError) -> EngineError {
     EngineError::Synthesis { circuit: 0, source }
@@ -77,6 +77,25 @@ impl Tables<'_> {
         );
         Ok(out)
     }
+}
+
+/// The non-zero values of `parts`, in order, in a vector of exactly their number.
+fn nonzero(parts: &[&[Scalar]]) -> Vec<Scalar> {
+    let is = |k: &&Scalar| !bool::from(k.is_zero());
+    let n = parts.iter().map(|p| p.par_iter().filter(is).count()).sum();
+    let mut out = Vec::with_capacity(n);
+    for p in parts {
+        out.extend(p.iter().filter(is));
+    }
+    out
+}
+
+/// `points` without the identity: a no-op for products of non-zero values by a generator (kept
+/// so that the sections are bellperson's whatever the products), in place and shrunk.
+fn without_identity<P: PrimeCurveAffine>(mut points: Vec<P>) -> Vec<P> {
+    points.retain(|p| !bool::from(p.is_identity()));
+    points.shrink_to_fit();
+    points
 }
 
 /// Parameters for `circuit` from trapdoors drawn from `rng` (bellperson's order: g1, g2, α, β,
@@ -146,38 +165,46 @@ pub fn generate_on<C: Circuit<Scalar> + Clone>(
     drop(powers);
     log::info!("setup: QAP evaluated at τ in {:.2?}", t.elapsed());
 
-    // A and B queries: inputs then aux; zero polynomials give the identity and are dropped.
-    let mut u = q.u_inputs.clone();
-    u.extend_from_slice(&q.u_aux);
-    let mut v = q.v_inputs.clone();
-    v.extend_from_slice(&q.v_aux);
-    let a: Vec<G1Affine> = tables
-        .g1("A", &u)?
-        .into_iter()
-        .filter(|p| !bool::from(p.is_identity()))
-        .collect();
-    let b_g1: Vec<G1Affine> = tables
-        .g1("B_G1", &v)?
-        .into_iter()
-        .filter(|p| !bool::from(p.is_identity()))
-        .collect();
-    let b_g2: Vec<G2Affine> = tables
-        .g2("B_G2", &v)?
-        .into_iter()
-        .filter(|p| !bool::from(p.is_identity()))
-        .collect();
-    drop((u, v));
-
-    // IC (inputs, over γ) and L (aux, over δ): (β·u + α·v + w) / γ or δ.
-    let ext = |us: &[Scalar], vs: &[Scalar], ws: &[Scalar], inv: Scalar| -> Vec<Scalar> {
-        us.par_iter()
-            .zip(vs.par_iter())
-            .zip(ws.par_iter())
-            .map(|((u, v), w)| (*u * beta + *v * alpha + w) * inv)
-            .collect()
+    // A and B queries: inputs then aux; a zero polynomial gives the identity, which the file
+    // leaves out, so only the non-zero values are multiplied and each section is built at its
+    // exact size. (Multiplying every value and filtering the products in place would keep the
+    // full-length allocation: at 32 GiB three quarters of the B variables are zero, ~28 GB of
+    // capacity held by the B sections for the life of the parameters.)
+    let a = {
+        let u = nonzero(&[&q.u_inputs, &q.u_aux]);
+        without_identity(tables.g1("A", &u)?)
     };
-    let ic = tables.g1("IC", &ext(&q.u_inputs, &q.v_inputs, &q.w_inputs, gamma_inv))?;
-    let l = tables.g1("L", &ext(&q.u_aux, &q.v_aux, &q.w_aux, delta_inv))?;
+    let (b_g1, b_g2) = {
+        let v = nonzero(&[&q.v_inputs, &q.v_aux]);
+        let b_g1 = tables.g1("B_G1", &v)?;
+        let b_g2 = tables.g2("B_G2", &v)?;
+        (b_g1, b_g2)
+    };
+    let (b_g1, b_g2) = (without_identity(b_g1), without_identity(b_g2));
+
+    // IC (inputs, over γ) and L (aux, over δ): (β·u + α·v + w) / γ or δ, computed in place of
+    // w, with u and v freed before the products (the setup's peak is then the parameters plus
+    // one scalar per aux variable).
+    let QapAt {
+        u_inputs,
+        v_inputs,
+        w_inputs: mut ic_exps,
+        u_aux,
+        v_aux,
+        w_aux: mut l_exps,
+    } = q;
+    let ext = |us: Vec<Scalar>, vs: Vec<Scalar>, ws: &mut [Scalar], inv: Scalar| {
+        ws.par_iter_mut()
+            .zip(us.par_iter())
+            .zip(vs.par_iter())
+            .for_each(|((w, u), v)| *w = (*u * beta + *v * alpha + *w) * inv);
+    };
+    ext(u_inputs, v_inputs, &mut ic_exps, gamma_inv);
+    ext(u_aux, v_aux, &mut l_exps, delta_inv);
+    let ic = tables.g1("IC", &ic_exps)?;
+    drop(ic_exps);
+    let l = tables.g1("L", &l_exps)?;
+    drop(l_exps);
     if l.iter().any(|p| bool::from(p.is_identity())) {
         return Err(synth_err(SynthesisError::UnconstrainedVariable));
     }
@@ -248,4 +275,34 @@ pub fn open_or_generate<C: Circuit<Scalar> + Clone>(
 ) -> Result<(Srs, bool), EngineError> {
     let generated = ensure_params(path, circuit, seed)?;
     Ok((Srs::open(path, opts)?, generated))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::circuits::COnlyAux;
+
+    #[test]
+    fn a_setup_holds_each_section_at_its_exact_size_and_the_srs_takes_it_without_copying() {
+        // Its aux variables are in C only: zero in A and B, so those sections drop points.
+        let p = generate(COnlyAux::random(20, 5), 5).unwrap();
+        assert!(p.a.len() < p.vk.ic.len() + p.l.len());
+        assert!(p.b_g1.len() < p.vk.ic.len() + p.l.len());
+        let sections = [
+            ("h", p.h.len(), p.h.capacity()),
+            ("l", p.l.len(), p.l.capacity()),
+            ("a", p.a.len(), p.a.capacity()),
+            ("b_g1", p.b_g1.len(), p.b_g1.capacity()),
+            ("b_g2", p.b_g2.len(), p.b_g2.capacity()),
+        ];
+        for (name, len, capacity) in sections {
+            assert_eq!(capacity, len, "{name}: capacity beyond its points");
+        }
+        let g1 = [p.h.as_ptr(), p.l.as_ptr(), p.a.as_ptr(), p.b_g1.as_ptr()];
+        let g2 = p.b_g2.as_ptr();
+        let srs = Srs::from_owned(p);
+        let held = [srs.h(), srs.l(), srs.a(), srs.b_g1()].map(|s| s.as_ptr());
+        assert_eq!(held, g1, "the G1 sections were copied");
+        assert_eq!(srs.b_g2().as_ptr(), g2, "the G2 section was copied");
+    }
 }

@@ -183,10 +183,14 @@ impl Srs {
     }
 
     /// Takes parameters built in memory (a setup's output) without copying their points where
-    /// nobody else holds them.
+    /// nobody else holds them. A section with capacity beyond its points (a generator that
+    /// filtered its products in place, as bellperson's does) is shrunk to them: the parameters
+    /// are held for the life of the process, and `point_bytes` counts points, not capacity.
     pub fn from_owned(params: Parameters<Bls12>) -> Srs {
         fn take<T: Clone>(v: std::sync::Arc<Vec<T>>) -> Vec<T> {
-            std::sync::Arc::try_unwrap(v).unwrap_or_else(|shared| shared.to_vec())
+            let mut v = std::sync::Arc::try_unwrap(v).unwrap_or_else(|shared| shared.to_vec());
+            v.shrink_to_fit();
+            v
         }
         Srs {
             path: PathBuf::from("<memory>"),
