@@ -26,7 +26,7 @@ use storage_proofs_core::util::reverse_bit_numbering;
 use storage_proofs_porep::stacked::ColumnProof as VanillaColumnProof;
 use typenum::{U11, U2};
 
-use crate::sha256_lean;
+use super::sha256_lean;
 
 /// A Merkle path as the circuit takes it: each level's siblings and the index in its node.
 type PathOpts = Vec<(Vec<Option<Scalar>>, Option<usize>)>;

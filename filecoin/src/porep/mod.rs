@@ -1,5 +1,12 @@
 //! PoRep C2: from a `SealCommitPhase1Output` (the JSON a node's C1 step writes) to the partition
 //! circuits and public inputs, exactly as filecoin-proofs' `seal_commit_phase2` builds them.
+//!
+//! The partition circuit proved is cuzk's cut of filecoin-proofs' (`circuit.rs`, its SHA-256
+//! `sha256_lean/`), its witness synthesized a challenge per thread (`witness.rs`).
+
+pub mod circuit;
+pub mod sha256_lean;
+pub mod witness;
 
 use std::any::Any;
 
@@ -12,11 +19,12 @@ use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
 
 use crate::error::FilecoinError;
-use crate::porep_circuit::{ChallengeInputs, Glue};
-use crate::porep_witness::{parallel_witness, PoRepPartition};
 use crate::registered::Registered;
 use crate::shape::with_shape;
 use crate::sink::{BlankSink, CircuitSink, Partitions, Remake};
+
+use circuit::{ChallengeInputs, Glue};
+use witness::{parallel_witness, PoRepPartition};
 
 /// A PoRep C2 request.
 #[derive(Clone, Debug)]
@@ -103,7 +111,7 @@ fn public_params<Tree: 'static + MerkleTreeTrait>(
 /// Whose partition circuit `build_shaped` makes.
 #[derive(Clone, Copy)]
 enum Cut {
-    /// `porep_circuit`, challenges synthesized in parallel (what is proved).
+    /// `circuit.rs`, challenges synthesized in parallel (what is proved).
     Ours,
     /// filecoin-proofs' `StackedCircuit`.
     FilecoinProofs,

@@ -4,7 +4,7 @@
 //!
 //! The partition's glue (replica id and its bits, comm_d, comm_r, comm_r_last, comm_c, the
 //! comm_r hash) comes first in the recording, then one `challenge_<i>` namespace per challenge.
-//! Each challenge thread runs the partition circuit (`porep_circuit`, filecoin-proofs' own cut)
+//! Each challenge thread runs the partition circuit (`circuit.rs`, filecoin-proofs' own cut)
 //! with that one challenge through [`SkipGlue`], which maps the glue it allocates again onto the
 //! glue's own variables (computing, not storing, its values) and writes the challenge's
 //! variables into the challenge's range. Every piece must fill exactly its recorded range and constraint count, and
@@ -18,10 +18,10 @@ use filecoin_proofs::types::MerkleTreeTrait;
 use rayon::prelude::*;
 use std::marker::PhantomData;
 
-use crate::porep_circuit::{self, ChallengeInputs, Glue};
+use super::circuit::{self, ChallengeInputs, Glue};
 
 /// One PoRep partition: what `StackedCompound::circuit` puts in a `StackedCircuit`, kept apart
-/// so that its challenges can be synthesized one by one, and synthesized by `porep_circuit`.
+/// so that its challenges can be synthesized one by one, and synthesized by `circuit.rs`.
 pub struct PoRepPartition<Tree: 'static + MerkleTreeTrait> {
     pub glue: Glue,
     pub challenges: Vec<ChallengeInputs>,
@@ -42,7 +42,7 @@ impl<Tree: 'static + MerkleTreeTrait> PoRepPartition<Tree> {
         mut cs: CS,
         challenges: &[ChallengeInputs],
     ) -> Result<(), SynthesisError> {
-        porep_circuit::synthesize::<Tree, _>(&mut cs, &self.glue, challenges)
+        circuit::synthesize::<Tree, _>(&mut cs, &self.glue, challenges)
     }
 }
 
