@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
-use cuzk_actors::control::client::call;
-use cuzk_actors::control::proto::{Request, Response};
-use cuzk_actors::control::server::{ControlServer, CustomKind, ServerOptions};
-use cuzk_actors::jobs::JobTable;
-use cuzk_actors::metrics::{Metrics, State};
-use cuzk_actors::settings::Settings;
+use cuzk_actors::daemon::control::client::call;
+use cuzk_actors::daemon::control::proto::{Request, Response};
+use cuzk_actors::daemon::control::server::{ControlServer, CustomKind, ServerOptions};
+use cuzk_actors::daemon::jobs::JobTable;
+use cuzk_actors::daemon::metrics::{Metrics, State};
+use cuzk_actors::daemon::settings::Settings;
 use cuzk_actors::{Engine, JobSpec};
 
 /// Knows `x` with `x² = y` for a public `y`, for each of its values.

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use cuzk_actors::settings::Settings;
-use cuzk_actors::tier::{Dims, Tier};
+use cuzk_actors::daemon::settings::Settings;
+use cuzk_actors::resources::tier::{Dims, Tier};
 use cuzk_actors::{Engine, JobError, JobSpec, Priority};
 use cuzk_engine::circuits::Bits;
 use cuzk_engine::setup;

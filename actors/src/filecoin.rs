@@ -14,8 +14,8 @@ use cuzk_filecoin::{
 };
 use cuzk_srs::Srs;
 
-use crate::engine::Engine;
-use crate::job::{JobHandle, JobSpec, Priority};
+use crate::pipeline::engine::Engine;
+use crate::pipeline::job::{JobHandle, JobSpec, Priority};
 
 /// How Filecoin jobs are scheduled and where their parameters are.
 #[derive(Debug, Clone)]

@@ -377,8 +377,8 @@ fn bench_batch_sweeps_one_then_two_devices() {
 /// `CUZK_ENGINE__GPUS` stops the daemon at start with an error naming the key.
 #[test]
 fn ctl_status_lists_every_device_and_bad_gpus_are_refused() {
-    use cuzk_actors::control::client::call;
-    use cuzk_actors::control::proto::{Request, Response};
+    use cuzk_actors::daemon::control::client::call;
+    use cuzk_actors::daemon::control::proto::{Request, Response};
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("cuzk.sock");
     let mut daemon = Command::new(env!("CARGO_BIN_EXE_cuzk"))

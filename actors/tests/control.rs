@@ -8,8 +8,8 @@ use std::path::Path;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use cuzk_actors::control::client::call;
-use cuzk_actors::control::proto::{self, Request, Response};
+use cuzk_actors::daemon::control::client::call;
+use cuzk_actors::daemon::control::proto::{self, Request, Response};
 
 struct Daemon(Child);
 
@@ -198,9 +198,9 @@ fn daemon_serves_control_requests_and_survives_bad_ones() {
 /// (`Request::ProveCustom`): its input bytes are the kind's to read, its errors are the answer.
 #[test]
 fn a_registered_circuit_kind_is_proved_over_the_socket() {
-    use cuzk_actors::control::server::{ControlServer, CustomKind, ServerOptions};
-    use cuzk_actors::jobs::JobTable;
-    use cuzk_actors::metrics::{Metrics, State};
+    use cuzk_actors::daemon::control::server::{ControlServer, CustomKind, ServerOptions};
+    use cuzk_actors::daemon::jobs::JobTable;
+    use cuzk_actors::daemon::metrics::{Metrics, State};
     use cuzk_actors::{Engine, EngineConfig, JobSpec};
     use cuzk_engine::circuits::Bits;
     use std::sync::Arc;
@@ -217,7 +217,7 @@ fn a_registered_circuit_kind_is_proved_over_the_socket() {
         Engine::start(
             EngineConfig::default(),
             vec![backend],
-            Box::new(cuzk_actors::pinner::CountingPin::default()),
+            Box::new(cuzk_actors::resources::pinner::CountingPin::default()),
         )
         .unwrap(),
     );

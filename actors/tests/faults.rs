@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use cuzk_actors::fault::backend::{Faulty, Staging, Tenants};
 use cuzk_actors::fault::{Fault, Faults, Query, Rule, Stage};
-use cuzk_actors::pinner::{CountingPin, PinStats};
-use cuzk_actors::tier::{Dims, Tier};
+use cuzk_actors::resources::pinner::{CountingPin, PinStats};
+use cuzk_actors::resources::tier::{Dims, Tier};
 use cuzk_actors::{Engine, EngineConfig, JobError, JobSpec};
 use cuzk_engine::circuits::Bits;
 use cuzk_engine::setup::generate;

@@ -14,8 +14,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use common::{Fixture, SEAL};
-use cuzk_actors::control::client::call;
-use cuzk_actors::control::proto::{Request, Response};
+use cuzk_actors::daemon::control::client::call;
+use cuzk_actors::daemon::control::proto::{Request, Response};
 use cuzk_actors::filecoin::{default_priority, FilecoinConfig};
 use cuzk_actors::{Engine, EngineConfig, Priority};
 use cuzk_engine::CpuBackend;
@@ -36,7 +36,7 @@ fn porep_through_the_engine_and_priorities_by_kind() {
     let engine = Engine::start(
         EngineConfig::default(),
         vec![std::sync::Arc::new(CpuBackend::new())],
-        Box::new(cuzk_actors::pinner::CountingPin::default()),
+        Box::new(cuzk_actors::resources::pinner::CountingPin::default()),
     )
     .unwrap();
     let cfg = FilecoinConfig {

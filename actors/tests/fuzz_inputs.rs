@@ -9,8 +9,8 @@
 use std::sync::OnceLock;
 
 use base64::Engine as _;
-use cuzk_actors::control::proto::{self, Request, Response};
-use cuzk_actors::grpc::{curio, pb};
+use cuzk_actors::daemon::control::proto::{self, Request, Response};
+use cuzk_actors::daemon::grpc::{curio, pb};
 use cuzk_filecoin::ProofRequest;
 use proptest::prelude::*;
 use prost::Message;

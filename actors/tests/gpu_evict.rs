@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use cuzk_actors::settings::{BackendChoice, Residency, Settings};
+use cuzk_actors::daemon::settings::{BackendChoice, Residency, Settings};
 use cuzk_actors::{Engine, JobSpec};
 use cuzk_engine::circuits::MulChain;
 use cuzk_engine::Verifier;

@@ -18,10 +18,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use cuzk_actors::control::client::call;
-use cuzk_actors::control::proto::{Request, Response};
-use cuzk_actors::grpc::pb;
-use cuzk_actors::grpc::pb::proving_engine_client::ProvingEngineClient;
+use cuzk_actors::daemon::control::client::call;
+use cuzk_actors::daemon::control::proto::{Request, Response};
+use cuzk_actors::daemon::grpc::pb;
+use cuzk_actors::daemon::grpc::pb::proving_engine_client::ProvingEngineClient;
 use cuzk_filecoin::request::prover_id_of_miner;
 use tonic::transport::Channel;
 use tonic::Code;
@@ -415,12 +415,12 @@ fn curio_drives_the_daemon_over_grpc() {
 fn a_starting_daemon_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let (control, grpc_sock) = (dir.path().join("ctl.sock"), dir.path().join("grpc.sock"));
-    let ready = cuzk_actors::metrics::Readiness::default();
-    let opts = cuzk_actors::control::server::ServerOptions {
+    let ready = cuzk_actors::daemon::metrics::Readiness::default();
+    let opts = cuzk_actors::daemon::control::server::ServerOptions {
         ready: ready.clone(),
         ..Default::default()
     };
-    let server = cuzk_actors::control::server::ControlServer::bind(&control, opts).unwrap();
+    let server = cuzk_actors::daemon::control::server::ControlServer::bind(&control, opts).unwrap();
     assert_eq!(
         call(&control, &Request::Ready).unwrap(),
         Response::Ok("starting".into())
@@ -442,7 +442,7 @@ fn a_starting_daemon_says_so() {
         other => panic!("{other:?}"),
     }
 
-    let gopts = cuzk_actors::grpc::GrpcOptions {
+    let gopts = cuzk_actors::daemon::grpc::GrpcOptions {
         unix_socket: Some(grpc_sock.clone()),
         tcp_listen: None,
         token: None,
@@ -451,9 +451,10 @@ fn a_starting_daemon_says_so() {
         cancel_on_disconnect: Default::default(),
         filecoin: Default::default(),
     };
-    let mut g =
-        cuzk_actors::grpc::GrpcServer::start(cuzk_actors::grpc::Service::new(gopts.clone(), ready))
-            .unwrap();
+    let mut g = cuzk_actors::daemon::grpc::GrpcServer::start(
+        cuzk_actors::daemon::grpc::Service::new(gopts.clone(), ready),
+    )
+    .unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -499,15 +500,14 @@ fn a_starting_daemon_says_so() {
     g.stop();
     assert!(!grpc_sock.exists());
     // A non-loopback TCP address without a token is refused at start, naming the way out.
-    let remote = cuzk_actors::grpc::GrpcOptions {
+    let remote = cuzk_actors::daemon::grpc::GrpcOptions {
         unix_socket: None,
         tcp_listen: Some("0.0.0.0:0".into()),
         ..gopts
     };
-    let err = cuzk_actors::grpc::GrpcServer::start(cuzk_actors::grpc::Service::new(
-        remote,
-        Default::default(),
-    ))
+    let err = cuzk_actors::daemon::grpc::GrpcServer::start(
+        cuzk_actors::daemon::grpc::Service::new(remote, Default::default()),
+    )
     .err()
     .unwrap();
     assert!(

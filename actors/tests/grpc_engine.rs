@@ -19,14 +19,14 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cuzk_actors::daemon::grpc::pb;
+use cuzk_actors::daemon::grpc::pb::proving_engine_client::ProvingEngineClient;
+use cuzk_actors::daemon::grpc::{GrpcOptions, GrpcServer, Service};
+use cuzk_actors::daemon::jobs::JobTable;
+use cuzk_actors::daemon::metrics::{Metrics, Readiness, State};
 use cuzk_actors::fault::backend::{Faulty, Staging};
 use cuzk_actors::fault::{Fault, Faults, Rule, Stage};
-use cuzk_actors::grpc::pb;
-use cuzk_actors::grpc::pb::proving_engine_client::ProvingEngineClient;
-use cuzk_actors::grpc::{GrpcOptions, GrpcServer, Service};
-use cuzk_actors::jobs::JobTable;
-use cuzk_actors::metrics::{Metrics, Readiness, State};
-use cuzk_actors::pinner::{CountingPin, PinStats};
+use cuzk_actors::resources::pinner::{CountingPin, PinStats};
 use cuzk_actors::{Engine, EngineConfig};
 use cuzk_engine::backend::{Bitmap, Computed, Staged};
 use cuzk_engine::prover::{Prepared, Sums};
@@ -301,7 +301,7 @@ fn grpc_cancel_mid_synthesis_and_mid_gpu_releases_everything_and_evict_frees_the
         let path = r.engine.loaded_srs().unwrap()[0].path.clone();
         let resident = {
             let srs = r.engine.load_srs(&path).unwrap();
-            cuzk_actors::tier::Dims::of(&srs).resident(1)
+            cuzk_actors::resources::tier::Dims::of(&srs).resident(1)
         };
         assert!(resident > 0);
         let base = held(&r);

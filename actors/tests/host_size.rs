@@ -17,8 +17,8 @@ static ALLOCATOR: heap::Heap = heap::Heap::peak();
 
 use std::sync::Arc;
 
-use cuzk_actors::job::Synthesis;
-use cuzk_actors::tier::Dims;
+use cuzk_actors::pipeline::job::Synthesis;
+use cuzk_actors::resources::tier::Dims;
 use cuzk_actors::Priority;
 use cuzk_engine::prover::prepare;
 use cuzk_engine::synth::Shape;

@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use blstrs::Scalar;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
-use cuzk_actors::dispatcher::Status;
-use cuzk_actors::pinner::{CountingPin, PinStats};
-use cuzk_actors::tier::{Dims, Tier};
+use cuzk_actors::pipeline::status::Status;
+use cuzk_actors::resources::pinner::{CountingPin, PinStats};
+use cuzk_actors::resources::tier::{Dims, Tier};
 use cuzk_actors::{Engine, EngineConfig, JobError, JobSpec, Priority, Randomness};
 use cuzk_engine::backend::{Computed, Staged};
 use cuzk_engine::circuits::MulChain;
@@ -939,7 +939,7 @@ fn proofs_spread_over_two_devices_equal_one_device_byte_for_byte() {
             ("CUZK_ENGINE__BACKEND".to_string(), "cpu".to_string()),
             ("CUZK_ENGINE__CPU_DEVICES".to_string(), devices.to_string()),
         ];
-        let settings = cuzk_actors::settings::Settings::load_with_env(None, env).unwrap();
+        let settings = cuzk_actors::daemon::settings::Settings::load_with_env(None, env).unwrap();
         let (engine, what) = Engine::from_settings(&settings, None).unwrap();
         assert_eq!(engine.device_names(), vec!["cpu"; devices], "{what}");
         let handles: Vec<_> = (0..3u64)
@@ -970,7 +970,7 @@ fn proofs_spread_over_two_devices_equal_one_device_byte_for_byte() {
             "job {j}: two devices differ from one"
         );
     }
-    let devices_of = |spans: &[cuzk_actors::timeline::Span], job: Option<u64>| {
+    let devices_of = |spans: &[cuzk_actors::pipeline::timeline::Span], job: Option<u64>| {
         spans
             .iter()
             .filter(|s| s.stage == "compute" && job.is_none_or(|j| s.job == j))
@@ -1023,7 +1023,7 @@ impl bellperson::Circuit<Scalar> for FreshShape {
 }
 
 /// The most `stage` spans that were ever open at once.
-fn most_at_once(spans: &[cuzk_actors::timeline::Span]) -> usize {
+fn most_at_once(spans: &[cuzk_actors::pipeline::timeline::Span]) -> usize {
     let mut edges: Vec<(u64, i32)> = spans
         .iter()
         .flat_map(|s| [(s.start_us, 1), (s.end_us, -1)])
@@ -1039,7 +1039,7 @@ fn most_at_once(spans: &[cuzk_actors::timeline::Span]) -> usize {
 
 #[test]
 fn a_new_shape_records_once_and_synthesis_waits_for_host_memory() {
-    use cuzk_actors::host_memory::{HostMem, HostMemory};
+    use cuzk_actors::resources::host_memory::{HostMem, HostMemory};
     use std::sync::atomic::AtomicU64;
     let srs = srs();
     let dims = Dims::of(&srs);
@@ -1061,7 +1061,7 @@ fn a_new_shape_records_once_and_synthesis_waits_for_host_memory() {
     let fresh = |job: u64, n: usize| -> Vec<FreshShape> {
         circuits(job, n).into_iter().map(FreshShape).collect()
     };
-    let run = |first: u64| -> Vec<cuzk_actors::timeline::Span> {
+    let run = |first: u64| -> Vec<cuzk_actors::pipeline::timeline::Span> {
         let before = engine.timeline().spans().len();
         let jobs: Vec<_> = (first..first + 3)
             .map(|j| {

@@ -12,7 +12,7 @@
 #[cfg(feature = "faults")]
 pub mod backend;
 
-use crate::work::PartKey;
+use crate::pipeline::work::PartKey;
 
 /// Where a fault is injected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -6,8 +6,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::{fault_text, Fault, Site, Stage};
-use crate::job::JobId;
-use crate::work::PartKey;
+use crate::pipeline::job::JobId;
+use crate::pipeline::work::PartKey;
 
 thread_local! {
     static CURRENT: Cell<Option<PartKey>> = const { Cell::new(None) };

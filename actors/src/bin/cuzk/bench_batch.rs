@@ -10,9 +10,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use cuzk_actors::settings::{BackendChoice, Residency, Settings};
-use cuzk_actors::tier::Dims;
-use cuzk_actors::timeline::{svg, StageTotals};
+use cuzk_actors::daemon::settings::{BackendChoice, Residency, Settings};
+use cuzk_actors::pipeline::timeline::{svg, StageTotals};
+use cuzk_actors::resources::tier::Dims;
 use cuzk_actors::{Engine, JobSpec};
 use cuzk_engine::circuits::Example;
 

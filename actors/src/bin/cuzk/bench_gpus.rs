@@ -5,8 +5,8 @@
 //! `gpus1_s_per_proof=… gpus2_s_per_proof=…` (one key per device count, in first-run order; the
 //! mean where a count was run more than once).
 
-use cuzk_actors::settings::{BackendChoice, Settings};
-use cuzk_actors::timeline::{busy_fraction, Span, KERNEL_STAGES};
+use cuzk_actors::daemon::settings::{BackendChoice, Settings};
+use cuzk_actors::pipeline::timeline::{busy_fraction, Span, KERNEL_STAGES};
 
 use crate::common::Result;
 
@@ -27,8 +27,8 @@ impl Sweep {
         let gpus = &settings.engine.gpus;
         let ordinals = match settings.engine.backend {
             BackendChoice::Cpu => None,
-            BackendChoice::Cuda => Some(cuzk_actors::devices::cuda_ordinals(gpus)?),
-            BackendChoice::Auto => match cuzk_actors::devices::cuda_ordinals(gpus) {
+            BackendChoice::Cuda => Some(cuzk_actors::resources::devices::cuda_ordinals(gpus)?),
+            BackendChoice::Auto => match cuzk_actors::resources::devices::cuda_ordinals(gpus) {
                 Ok(o) => Some(o),
                 Err(e) if e.starts_with("engine.gpus") => return Err(e.into()),
                 Err(e) => {

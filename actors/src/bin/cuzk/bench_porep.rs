@@ -11,9 +11,9 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::time::Instant;
 
+use cuzk_actors::daemon::settings::{BackendChoice, Settings};
 use cuzk_actors::filecoin::FilecoinConfig;
-use cuzk_actors::settings::{BackendChoice, Settings};
-use cuzk_actors::timeline::{svg, StageTotals};
+use cuzk_actors::pipeline::timeline::{svg, StageTotals};
 use cuzk_actors::Engine;
 use cuzk_filecoin::{params, verify, ProofRequest};
 
@@ -162,7 +162,7 @@ fn run_once(
             let (rec, took) = h.join().map_err(|p| {
                 format!(
                     "recording the partition circuit panicked: {}",
-                    cuzk_actors::job::panic_text(&p)
+                    cuzk_actors::pipeline::job::panic_text(&p)
                 )
             })??;
             rec.install(&srs)?;

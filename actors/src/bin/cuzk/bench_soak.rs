@@ -13,8 +13,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cuzk_actors::settings::{BackendChoice, Settings};
-use cuzk_actors::tier::Dims;
+use cuzk_actors::daemon::settings::{BackendChoice, Settings};
+use cuzk_actors::resources::tier::Dims;
 use cuzk_actors::{Engine, JobError, JobHandle, JobSpec, Priority};
 use cuzk_engine::verify::Verifier;
 use cuzk_srs::Srs;

@@ -45,8 +45,8 @@ pub fn example_params(dir: &Path, name: &str, size: usize, opts: &OpenOptions) -
 /// The steady state of a run on GPU 0: from its first kernel to its last (before, the GPU waits
 /// for the first job's synthesis; after, nothing is left to run), or, on a backend without
 /// device-timed steps, from the first compute to the last. Returns `(from_us, to_us, busy)`.
-pub fn steady_window(spans: &[cuzk_actors::timeline::Span]) -> (u64, u64, f64) {
-    use cuzk_actors::timeline::{busy_fraction, KERNEL_STAGES};
+pub fn steady_window(spans: &[cuzk_actors::pipeline::timeline::Span]) -> (u64, u64, f64) {
+    use cuzk_actors::pipeline::timeline::{busy_fraction, KERNEL_STAGES};
     let kernels: Vec<_> = spans
         .iter()
         .filter(|s| s.gpu == Some(0) && KERNEL_STAGES.contains(&s.stage))
@@ -64,7 +64,7 @@ pub fn steady_window(spans: &[cuzk_actors::timeline::Span]) -> (u64, u64, f64) {
 /// A field of `/proc/self/status` (`VmRSS:`, `VmHWM:`), in bytes, if there is one.
 pub fn proc_status_bytes(field: &str) -> Option<u64> {
     let text = std::fs::read_to_string("/proc/self/status").ok()?;
-    cuzk_actors::host_memory::kb_field(&text, field)
+    cuzk_actors::resources::host_memory::kb_field(&text, field)
 }
 
 /// CPU seconds this process has used so far (user + system, all threads), if the OS says.

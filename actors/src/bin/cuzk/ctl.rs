@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use cuzk_actors::control::client::call;
-use cuzk_actors::control::proto::{Request, Response};
+use cuzk_actors::daemon::control::client::call;
+use cuzk_actors::daemon::control::proto::{Request, Response};
 
 use crate::common::Result;
 

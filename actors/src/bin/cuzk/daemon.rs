@@ -6,11 +6,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cuzk_actors::control::server::{ControlServer, ServerOptions};
-use cuzk_actors::jobs::JobTable;
+use cuzk_actors::daemon::control::server::{ControlServer, ServerOptions};
+use cuzk_actors::daemon::jobs::JobTable;
+use cuzk_actors::daemon::metrics::{serve_http, Metrics, Readiness, State};
+use cuzk_actors::daemon::settings::Settings;
 use cuzk_actors::log;
-use cuzk_actors::metrics::{serve_http, Metrics, Readiness, State};
-use cuzk_actors::settings::Settings;
 use cuzk_actors::Engine;
 
 use crate::common::Result;
@@ -155,7 +155,7 @@ pub fn run(a: Args) -> Result<()> {
     let g = &settings.grpc;
     let mut grpc = None;
     if nonempty(&g.unix_socket).is_some() || nonempty(&g.tcp_listen).is_some() {
-        let gopts = cuzk_actors::grpc::GrpcOptions {
+        let gopts = cuzk_actors::daemon::grpc::GrpcOptions {
             unix_socket: nonempty(&g.unix_socket).map(PathBuf::from),
             tcp_listen: nonempty(&g.tcp_listen),
             token: nonempty(&g.token),
@@ -164,9 +164,9 @@ pub fn run(a: Args) -> Result<()> {
             cancel_on_disconnect: cancel_on_disconnect.clone(),
             filecoin,
         };
-        let service = cuzk_actors::grpc::Service::new(gopts, ready.clone());
+        let service = cuzk_actors::daemon::grpc::Service::new(gopts, ready.clone());
         grpc = Some((
-            cuzk_actors::grpc::GrpcServer::start(service.clone())?,
+            cuzk_actors::daemon::grpc::GrpcServer::start(service.clone())?,
             service,
         ));
     }

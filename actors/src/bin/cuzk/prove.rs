@@ -3,9 +3,9 @@
 
 use std::path::PathBuf;
 
-use cuzk_actors::devices;
-use cuzk_actors::settings::{BackendChoice, Residency};
-use cuzk_actors::tier::Dims;
+use cuzk_actors::daemon::settings::{BackendChoice, Residency};
+use cuzk_actors::resources::devices;
+use cuzk_actors::resources::tier::Dims;
 use cuzk_engine::{Prover, Verifier};
 use cuzk_srs::OpenOptions;
 

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use cuzk_actors::daemon::settings::{BackendChoice, Settings};
 use cuzk_actors::filecoin::FilecoinConfig;
-use cuzk_actors::settings::{BackendChoice, Settings};
 use cuzk_actors::Engine;
 use cuzk_filecoin::{params, verify};
 

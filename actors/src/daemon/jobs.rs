@@ -11,11 +11,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::engine::Engine;
-use crate::job::{JobError, JobHandle, JobId, JobOutput};
+use crate::daemon::metrics::Metrics;
 use crate::log;
-use crate::metrics::Metrics;
-use crate::timeline::StageTotals;
+use crate::pipeline::engine::Engine;
+use crate::pipeline::job::{JobError, JobHandle, JobId, JobOutput};
+use crate::pipeline::timeline::StageTotals;
 
 /// How a job ended.
 #[derive(Debug, Clone)]

@@ -24,18 +24,18 @@ use crossbeam_channel::Sender;
 use cuzk_engine::prover::{prepare, ProveOptions};
 use cuzk_engine::synth::Shape;
 use ff::Field;
-use serde::Serialize;
 
-use crate::budget::{Budget, ReservationId};
-use crate::host_memory::HostMemory;
-use crate::job::{
+use crate::pipeline::job::{
     JobError, JobId, JobOutput, JobSpec, Priority, Randomness, SynthFn, Synthesis, SynthesisProbe,
 };
-use crate::synth_workers::SynthWorkers;
-use crate::tier::{choose, Dims, Tier};
-use crate::timeline::{Lane, Timeline};
-use crate::upload::{Upload, UploadActor};
-use crate::work::{PartKey, Ticket};
+use crate::pipeline::status::{BudgetStatus, JobInfo, Status};
+use crate::pipeline::synth_workers::SynthWorkers;
+use crate::pipeline::timeline::{Lane, Timeline};
+use crate::pipeline::upload::{Upload, UploadActor};
+use crate::pipeline::work::{PartKey, Ticket};
+use crate::resources::budget::{Budget, ReservationId};
+use crate::resources::host_memory::HostMemory;
+use crate::resources::tier::{choose, Dims, Tier};
 
 type Order = (Reverse<Priority>, JobId, usize);
 
@@ -1020,78 +1020,6 @@ impl Handler<SetPaused> for Dispatcher {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct BudgetStatus {
-    pub name: String,
-    /// Serialized as 0 when unlimited ([`UNLIMITED`](crate::budget::UNLIMITED)); `unlimited` says so.
-    #[serde(serialize_with = "capacity_or_zero")]
-    pub capacity: u64,
-    pub unlimited: bool,
-    /// What reservations may total now: the capacity, or less while other processes hold
-    /// device memory (serialized as 0 when unlimited).
-    #[serde(serialize_with = "capacity_or_zero")]
-    pub available: u64,
-    pub reserved: u64,
-    pub high_water: u64,
-    pub reservations: usize,
-}
-
-impl From<&Budget> for BudgetStatus {
-    fn from(b: &Budget) -> Self {
-        BudgetStatus {
-            name: b.name().into(),
-            capacity: b.capacity(),
-            unlimited: b.capacity() >= crate::budget::UNLIMITED,
-            available: b.available(),
-            reserved: b.reserved(),
-            high_water: b.high_water(),
-            reservations: b.live(),
-        }
-    }
-}
-
-fn capacity_or_zero<S: serde::Serializer>(c: &u64, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_u64(if *c >= crate::budget::UNLIMITED {
-        0
-    } else {
-        *c
-    })
-}
-
-/// One live job.
-#[derive(Debug, Clone, Serialize)]
-pub struct JobInfo {
-    pub id: JobId,
-    pub priority: Priority,
-    pub partitions: usize,
-    pub done: usize,
-    /// Partitions holding memory: synthesizing, waiting for a GPU, staged or computing.
-    pub in_flight: usize,
-    pub cancelled: bool,
-    pub age_ms: u64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Status {
-    pub jobs: usize,
-    pub job_list: Vec<JobInfo>,
-    pub queued_synthesis: usize,
-    pub queued_dispatch: usize,
-    pub in_flight: usize,
-    pub paused: bool,
-    pub vram: Vec<BudgetStatus>,
-    pub host: BudgetStatus,
-    pub dispatch_order: Vec<(JobId, usize)>,
-    /// Per GPU: the partitions dispatched to it whose compute has not ended, in dispatch order.
-    pub on_gpu: Vec<Vec<(JobId, usize)>>,
-    /// Per GPU: the parameter file whose bases are resident there (`srs_resident` only).
-    pub resident: Vec<Option<std::path::PathBuf>>,
-    /// Per device: why it is out of service (consecutive device failures), or `None`.
-    pub out_of_service: Vec<Option<String>>,
-    /// Per GPU: whether an upload is in flight (it is the last of `on_gpu`'s partitions there).
-    pub uploading: Vec<bool>,
-}
-
 pub struct GetStatus(pub Sender<Status>);
 impl Message for GetStatus {
     type Result = ();
@@ -1218,7 +1146,7 @@ impl Dispatcher {
         self.vram[gpu].release(res);
         let (tx, freed) = crossbeam_channel::bounded(1);
         match self.uploaders.get(gpu) {
-            Some(u) => u.do_send(crate::upload::DropResident { reply: Some(tx) }),
+            Some(u) => u.do_send(crate::pipeline::upload::DropResident { reply: Some(tx) }),
             None => {
                 let _ = tx.send(Err(format!("GPU {gpu} has no uploader")));
             }

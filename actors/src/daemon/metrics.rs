@@ -1,8 +1,9 @@
 //! Prometheus metrics (OpenMetrics text, which Prometheus scrapes): counters of jobs by kind and
-//! outcome, kept for the daemon's life; stage histograms fed by the timeline as spans are
-//! recorded; gauges read from the engine at each scrape (queues, budgets, pinned memory, loaded
-//! parameters, GPU busy fraction). Served by the control socket's `Metrics`, gRPC `GetMetrics`
-//! and, where `metrics.http_listen` is set, plain HTTP `GET /metrics` ([`serve_http`]).
+//! outcome, kept for the daemon's life; the stage histograms the timeline keeps (the pipeline
+//! feeds them as spans are recorded; they are read here); gauges read from the engine at each
+//! scrape (queues, budgets, pinned memory, loaded parameters, GPU busy fraction). Served by the
+//! control socket's `Metrics`, gRPC `GetMetrics` and, where `metrics.http_listen` is set, plain
+//! HTTP `GET /metrics` ([`serve_http`]).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -14,28 +15,12 @@ use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use crate::budget::UNLIMITED;
-use crate::engine::Engine;
-use crate::jobs::JobTable;
-use crate::timeline::busy_fraction;
-
-pub type Labels = Vec<(String, String)>;
-pub type HistogramFamily = Family<Labels, Histogram, fn() -> Histogram>;
-
-/// Seconds, 1 ms to ~15 min.
-fn seconds_buckets() -> Histogram {
-    Histogram::new([
-        0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
-        300.0, 900.0,
-    ])
-}
-
-pub fn histogram_family() -> HistogramFamily {
-    Family::new_with_constructor(seconds_buckets as fn() -> Histogram)
-}
+use crate::daemon::jobs::JobTable;
+use crate::pipeline::engine::Engine;
+use crate::pipeline::timeline::{busy_fraction, histogram_family, HistogramFamily, Labels};
+use crate::resources::budget::UNLIMITED;
 
 /// The window over which `cuzk_gpu_busy_fraction` is measured.
 pub const BUSY_WINDOW: Duration = Duration::from_secs(60);

@@ -16,10 +16,10 @@ use cuzk_engine::circuits::Example;
 use cuzk_engine::setup::ensure_params;
 
 use super::proto::{read, write, FrameError, Request, Response};
-use crate::engine::Engine;
-use crate::job::JobSpec;
-use crate::jobs::{JobTable, Submission};
-use crate::metrics::{Readiness, State};
+use crate::daemon::jobs::{JobTable, Submission};
+use crate::daemon::metrics::{Readiness, State};
+use crate::pipeline::engine::Engine;
+use crate::pipeline::job::JobSpec;
 
 /// A circuit kind of the embedding program: turns a `ProveCustom` request's input bytes into a
 /// job (an error names what was wrong with them; a panic is caught and reported the same way).
@@ -249,7 +249,7 @@ fn handle(sh: &Arc<Shared>, req: Request) -> Response {
                 let mut v = serde_json::to_value(&st).unwrap_or_default();
                 // Per device: its queue (computing, staged, uploading), VRAM budget, resident
                 // parameters and service state, each with a one-line summary.
-                v["gpus"] = serde_json::to_value(crate::devices::device_status(&st, e.device_names()))
+                v["gpus"] = serde_json::to_value(crate::pipeline::status::device_status(&st, e.device_names()))
                     .unwrap_or_default();
                 v["pinned_bytes"] = bytes.into();
                 v["pin_registrations"] = regs.into();
@@ -377,7 +377,7 @@ fn prove_custom(sh: &Arc<Shared>, live: &Live, kind: &str, input: &[u8]) -> Resp
         Err(p) => {
             return Response::Error(format!(
                 "{kind} request: building the job panicked: {}",
-                crate::job::panic_text(&p)
+                crate::pipeline::job::panic_text(&p)
             ))
         }
     };

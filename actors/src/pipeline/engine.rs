@@ -12,20 +12,19 @@ use actix::prelude::*;
 use cuzk_engine::Backend;
 use cuzk_srs::{OpenOptions, Srs};
 
-use crate::collector::MsmCollector;
-use crate::compute::ComputeActor;
-use crate::devices;
-use crate::dispatcher::{
-    Cancel, Dispatcher, DispatcherConfig, EvictResident, GetStatus, SetPaused, SetUploaders,
-    Status, Submit,
+use crate::pipeline::collector::MsmCollector;
+use crate::pipeline::compute::ComputeActor;
+use crate::pipeline::dispatcher::{
+    Cancel, Dispatcher, DispatcherConfig, EvictResident, GetStatus, SetPaused, SetUploaders, Submit,
 };
-use crate::job::{JobHandle, JobId, JobSpec};
-use crate::pinner::{HostPinner, PinApi};
-use crate::settings::Settings;
-use crate::srs_loader::{Evict, EvictIdle, Load, SrsLoader};
-use crate::timeline::Timeline;
-use crate::turns::Turns;
-use crate::upload::UploadActor;
+use crate::pipeline::job::{JobHandle, JobId, JobSpec};
+use crate::pipeline::srs_loader::{Evict, EvictIdle, Load, SrsLoader};
+use crate::pipeline::status::Status;
+use crate::pipeline::timeline::Timeline;
+use crate::pipeline::turns::Turns;
+use crate::pipeline::upload::UploadActor;
+use crate::resources::devices::Devices;
+use crate::resources::pinner::{HostPinner, PinApi};
 
 /// How the pipeline is shaped.
 #[derive(Debug, Clone)]
@@ -58,7 +57,7 @@ pub struct EngineConfig {
     pub vram_reserve: u64,
     /// The machine's memory, read before each partition's synthesis starts (`HostMemory::system`
     /// by default; `unchecked` leaves only `host_budget`).
-    pub host_memory: crate::host_memory::HostMemory,
+    pub host_memory: crate::resources::host_memory::HostMemory,
     /// Host bytes kept free for the rest of the process and the system.
     pub host_reserve: u64,
     /// The timeline keeps this many of the most recent spans (`timeline::MAX_SPANS` by default).
@@ -69,8 +68,8 @@ impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
             gpu_workers_per_device: 1,
-            vram_budget: vec![crate::budget::UNLIMITED],
-            host_budget: crate::budget::UNLIMITED,
+            vram_budget: vec![crate::resources::budget::UNLIMITED],
+            host_budget: crate::resources::budget::UNLIMITED,
             srs_resident: false,
             synth_threads: std::thread::available_parallelism()
                 .map(|n| n.get())
@@ -81,9 +80,9 @@ impl Default for EngineConfig {
             srs_idle_evict: Duration::from_secs(600),
             device_fail_limit: 3,
             vram_reserve: 512 << 20,
-            host_memory: crate::host_memory::HostMemory::system(),
+            host_memory: crate::resources::host_memory::HostMemory::system(),
             host_reserve: 4 << 30,
-            timeline_spans: crate::timeline::MAX_SPANS,
+            timeline_spans: crate::pipeline::timeline::MAX_SPANS,
         }
     }
 }
@@ -124,7 +123,7 @@ pub struct Engine {
     system: actix_rt::System,
     thread: Mutex<Option<JoinHandle<()>>>,
     timeline: Timeline,
-    /// One name per device (`from_settings`: the GPU's name, or `cpu`).
+    /// One name per device (`start_on`: the GPU's name, or `cpu`).
     device_names: Vec<String>,
 }
 
@@ -204,7 +203,9 @@ impl Engine {
                     let pinner = SyncArbiter::start(1, move || {
                         let a = api.lock().ok().and_then(|mut g| g.take());
                         HostPinner::new(
-                            a.unwrap_or_else(|| Box::new(crate::pinner::CountingPin::default())),
+                            a.unwrap_or_else(|| {
+                                Box::new(crate::resources::pinner::CountingPin::default())
+                            }),
                             chunk,
                         )
                     });
@@ -297,34 +298,15 @@ impl Engine {
         })
     }
 
-    /// Starts the engine as `settings` describe it: opens the devices (the CUDA GPUs `engine.gpus`
-    /// selects if usable, else `engine.cpu_devices` CPU backends, per `engine.backend`), takes
-    /// the budgets from their free memory, and keeps the SRS resident where
-    /// `engine.srs_residency` says so. `resident` is what a resident SRS needs per GPU when the
-    /// SRS is already known (it decides `auto`). Returns the engine and a line describing the
-    /// devices (each GPU's engine index, CUDA ordinal and PCI bus id).
-    pub fn from_settings(
-        settings: &Settings,
-        resident: Option<u64>,
-    ) -> Result<(Engine, String), String> {
-        let e = &settings.engine;
-        cuzk_engine::gpu::device::set_blocking_waits(e.gpu_wait == crate::settings::GpuWait::Block);
-        let dev = devices::open_on(
-            e.backend,
-            e.srs_residency,
-            resident,
-            e.vram_reserve_mib << 20,
-            &devices::Placement {
-                gpus: e.gpus.clone(),
-                cpu_devices: e.cpu_devices,
-            },
-        )?;
-        let mut cfg = settings.engine_config(&dev.free);
+    /// Starts the pipeline on devices [`open_on`](crate::resources::devices::open_on) opened, under `cfg` (whose VRAM
+    /// budgets are usually taken from `dev.free`): the SRS is kept resident where the devices
+    /// say so, and status names each device as they do.
+    pub fn start_on(mut cfg: EngineConfig, dev: Devices) -> Result<Engine, String> {
         cfg.srs_resident = dev.srs_resident;
         let names = dev.names;
         let mut engine = Engine::start(cfg, dev.backends, dev.pin)?;
         engine.device_names = names;
-        Ok((engine, dev.description))
+        Ok(engine)
     }
 
     pub fn submit(&self, spec: JobSpec) -> Result<JobHandle, String> {
@@ -362,7 +344,7 @@ impl Engine {
     /// Registered pinned bytes and registrations.
     pub fn pinned(&self) -> Result<(usize, usize), String> {
         let (tx, rx) = crossbeam_channel::bounded(1);
-        self.pinner.do_send(crate::pinner::PinnedNow(tx));
+        self.pinner.do_send(crate::resources::pinner::PinnedNow(tx));
         answer(&rx, "the host pinner (pinned bytes)")
     }
 
@@ -380,7 +362,7 @@ impl Engine {
     /// from that file (`cuzk filecoin setup --into-engine`: no file, no decode cache on disk).
     pub fn install_srs(&self, path: &Path, srs: Arc<Srs>) -> Result<(), String> {
         let (tx, rx) = crossbeam_channel::bounded(1);
-        self.loader.do_send(crate::srs_loader::Install {
+        self.loader.do_send(crate::pipeline::srs_loader::Install {
             path: path.into(),
             srs,
             reply: tx,
@@ -441,9 +423,9 @@ impl Engine {
     }
 
     /// The open parameter files.
-    pub fn loaded_srs(&self) -> Result<Vec<crate::srs_loader::LoadedSrs>, String> {
+    pub fn loaded_srs(&self) -> Result<Vec<crate::pipeline::srs_loader::LoadedSrs>, String> {
         let (tx, rx) = crossbeam_channel::bounded(1);
-        self.loader.do_send(crate::srs_loader::List(tx));
+        self.loader.do_send(crate::pipeline::srs_loader::List(tx));
         rx.recv().map_err(|_| "engine stopped".to_string())
     }
 
@@ -477,14 +459,14 @@ impl Engine {
         let (tx, rx) = crossbeam_channel::bounded(1);
         if self
             .dispatcher
-            .try_send(crate::dispatcher::Shutdown { reply: tx })
+            .try_send(crate::pipeline::dispatcher::Shutdown { reply: tx })
             .is_ok()
         {
             match rx.recv_timeout(SHUTDOWN_WAIT) {
                 Ok(uploaders) => {
                     for u in uploaders {
                         let (tx, rx) = crossbeam_channel::bounded(1);
-                        if u.try_send(crate::upload::UnpinStaging { reply: tx })
+                        if u.try_send(crate::pipeline::upload::UnpinStaging { reply: tx })
                             .is_ok()
                         {
                             let _ = rx.recv_timeout(Duration::from_secs(10));

@@ -13,12 +13,12 @@ use actix::prelude::*;
 use cuzk_engine::backend::Staged;
 use cuzk_engine::{Backend, Timings};
 
-use crate::collector::{Collect, MsmCollector};
-use crate::dispatcher::{ComputeDone, Dispatcher, Dropped, PartitionDone};
 use crate::fault::{catch, scope};
-use crate::timeline::{Lane, Timeline};
-use crate::turns::Turns;
-use crate::work::{failed_at, Ticket};
+use crate::pipeline::collector::{Collect, MsmCollector};
+use crate::pipeline::dispatcher::{ComputeDone, Dispatcher, Dropped, PartitionDone};
+use crate::pipeline::timeline::{Lane, Timeline};
+use crate::pipeline::turns::Turns;
+use crate::pipeline::work::{failed_at, Ticket};
 
 pub struct ComputeActor {
     pub gpu: usize,

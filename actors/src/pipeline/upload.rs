@@ -14,12 +14,12 @@ use cuzk_engine::backend::Staged;
 use cuzk_engine::prover::Prepared;
 use cuzk_engine::Backend;
 
-use crate::compute::{Compute, ComputeActor};
-use crate::dispatcher::{ComputeDone, Dispatcher, Dropped, PartitionDone, UploadDone};
 use crate::fault::{catch, scope, Faults, Site, Stage};
-use crate::pinner::{pin_blocking, staging_blocking, HostPinner, StagingLease};
-use crate::timeline::{Lane, Timeline};
-use crate::work::{failed_at, Ticket};
+use crate::pipeline::compute::{Compute, ComputeActor};
+use crate::pipeline::dispatcher::{ComputeDone, Dispatcher, Dropped, PartitionDone, UploadDone};
+use crate::pipeline::timeline::{Lane, Timeline};
+use crate::pipeline::work::{failed_at, Ticket};
+use crate::resources::pinner::{pin_blocking, staging_blocking, HostPinner, StagingLease};
 
 pub struct UploadActor {
     pub gpu: usize,
@@ -41,7 +41,7 @@ impl UploadActor {
     fn stage_through(
         &mut self,
         p: &Prepared,
-        key: crate::work::PartKey,
+        key: crate::pipeline::work::PartKey,
         lane: Lane,
         start: Instant,
         bytes: u64,
@@ -72,7 +72,7 @@ impl UploadActor {
 }
 
 impl UploadActor {
-    fn pin_hook(&self, key: crate::work::PartKey) -> Result<(), String> {
+    fn pin_hook(&self, key: crate::pipeline::work::PartKey) -> Result<(), String> {
         let site = Site {
             stage: Stage::Pin,
             key: Some(key),

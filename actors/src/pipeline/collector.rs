@@ -13,10 +13,10 @@ use cuzk_engine::prover::assemble;
 use cuzk_engine::{Backend, Timings, Verifier};
 use cuzk_srs::Srs;
 
-use crate::dispatcher::{ComputeDone, Dispatcher, Dropped, PartitionDone};
 use crate::fault::{catch, scope, Faults, Site, Stage};
-use crate::timeline::{Lane, Timeline};
-use crate::work::{failed_at, Ticket};
+use crate::pipeline::dispatcher::{ComputeDone, Dispatcher, Dropped, PartitionDone};
+use crate::pipeline::timeline::{Lane, Timeline};
+use crate::pipeline::work::{failed_at, Ticket};
 
 pub struct MsmCollector {
     pub gpu: usize,

@@ -1,13 +1,34 @@
 //! The timeline: a span for every stage of every partition, exported as JSON and drawn as a
-//! self-contained SVG waterfall; stage totals under the pipeline's names.
+//! self-contained SVG waterfall; stage totals under the pipeline's names; each span's duration
+//! in a Prometheus histogram by stage, which the daemon's metrics read.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::Histogram;
 use serde::Serialize;
 
-use crate::work::PartKey;
+use crate::pipeline::work::PartKey;
+
+/// Prometheus label pairs.
+pub type Labels = Vec<(String, String)>;
+/// Histograms of seconds by label (the timeline's stages; the daemon's job durations).
+pub type HistogramFamily = Family<Labels, Histogram, fn() -> Histogram>;
+
+/// Seconds, 1 ms to ~15 min.
+fn seconds_buckets() -> Histogram {
+    Histogram::new([
+        0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
+        300.0, 900.0,
+    ])
+}
+
+/// An empty [`HistogramFamily`] over the seconds buckets.
+pub fn histogram_family() -> HistogramFamily {
+    Family::new_with_constructor(seconds_buckets as fn() -> Histogram)
+}
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Span {
@@ -30,7 +51,7 @@ pub struct Timeline {
     spans: Arc<Mutex<VecDeque<Span>>>,
     keep: usize,
     /// Every span's duration by stage, for Prometheus (never trimmed: a histogram is bounded).
-    stages: crate::metrics::HistogramFamily,
+    stages: HistogramFamily,
 }
 
 /// About 25 MB of spans: hours of a busy GPU.
@@ -56,7 +77,7 @@ impl Timeline {
             origin: Instant::now(),
             spans: Arc::default(),
             keep: keep.max(1),
-            stages: crate::metrics::histogram_family(),
+            stages: histogram_family(),
         }
     }
 
@@ -95,7 +116,7 @@ impl Timeline {
     }
 
     /// Span durations by stage (seconds), as Prometheus histograms.
-    pub fn stage_histograms(&self) -> &crate::metrics::HistogramFamily {
+    pub fn stage_histograms(&self) -> &HistogramFamily {
         &self.stages
     }
 

@@ -10,7 +10,7 @@ use cuzk_filecoin::{ProofRequest, Registered};
 use serde::Deserialize;
 
 use super::pb;
-use crate::job::Priority;
+use crate::pipeline::job::Priority;
 
 /// A request that cannot be proved as it stands (answered `INVALID_ARGUMENT`).
 #[derive(Debug, Clone, PartialEq, Eq)]

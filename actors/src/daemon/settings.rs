@@ -1,5 +1,6 @@
 //! Settings: `config/cuzk.toml` (every key documented there with its default) plus `CUZK_*`
-//! environment overrides, turned into an [`EngineConfig`].
+//! environment overrides, turned into an [`EngineConfig`], and [`Engine::from_settings`], which
+//! opens the devices they select and starts the engine on them.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -7,10 +8,13 @@ use std::time::Duration;
 use cuzk_srs::{CacheMode, OpenOptions};
 use serde::{Deserialize, Serialize};
 
-use crate::engine::EngineConfig;
+use crate::pipeline::engine::{Engine, EngineConfig};
+use crate::resources::devices;
+/// The backend and residency choices are the devices' own; the settings name them.
+pub use crate::resources::devices::{BackendChoice, Residency};
 
 /// The defaults, compiled in: the same file a deployment copies.
-pub const DEFAULT_TOML: &str = include_str!("../../config/cuzk.toml");
+pub const DEFAULT_TOML: &str = include_str!("../../../config/cuzk.toml");
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -64,42 +68,6 @@ pub struct LogSection {
     pub level: String,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum BackendChoice {
-    Auto,
-    Cpu,
-    Cuda,
-}
-
-impl std::str::FromStr for Residency {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "auto" => Ok(Residency::Auto),
-            "host" => Ok(Residency::Host),
-            "device" => Ok(Residency::Device),
-            other => Err(format!(
-                "unknown SRS residency `{other}`; choose auto, host or device"
-            )),
-        }
-    }
-}
-
-impl std::str::FromStr for BackendChoice {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "auto" => Ok(BackendChoice::Auto),
-            "cpu" => Ok(BackendChoice::Cpu),
-            "cuda" => Ok(BackendChoice::Cuda),
-            other => Err(format!(
-                "unknown backend `{other}`; choose auto, cpu or cuda"
-            )),
-        }
-    }
-}
-
 /// How a host thread waits for a GPU (`engine.gpu_wait`).
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -108,14 +76,6 @@ pub enum GpuWait {
     Block,
     /// The driver's default: spin while the process has fewer contexts than cores.
     Spin,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Residency {
-    Auto,
-    Host,
-    Device,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -335,7 +295,9 @@ impl Settings {
             .map(|&free| match () {
                 _ if e.vram_budget_mib > 0 => mib(e.vram_budget_mib),
                 // The CPU backend: no device memory to keep free.
-                _ if free >= crate::budget::UNLIMITED => crate::budget::UNLIMITED,
+                _ if free >= crate::resources::budget::UNLIMITED => {
+                    crate::resources::budget::UNLIMITED
+                }
                 _ => free.saturating_sub(mib(e.vram_reserve_mib)),
             })
             .collect();
@@ -343,7 +305,7 @@ impl Settings {
             gpu_workers_per_device: e.gpu_workers_per_device,
             vram_budget,
             host_budget: if e.host_budget_mib == 0 {
-                crate::budget::UNLIMITED
+                crate::resources::budget::UNLIMITED
             } else {
                 mib(e.host_budget_mib)
             },
@@ -362,10 +324,42 @@ impl Settings {
             srs_idle_evict: Duration::from_secs(self.srs.idle_evict_s),
             device_fail_limit: e.device_fail_limit,
             vram_reserve: mib(e.vram_reserve_mib),
-            host_memory: crate::host_memory::HostMemory::system(),
+            host_memory: crate::resources::host_memory::HostMemory::system(),
             host_reserve: mib(e.host_reserve_mib),
             timeline_spans: e.timeline_spans,
         }
+    }
+}
+
+/// The engine as settings describe it (its constructor lives here, with the settings, so that
+/// the pipeline never reads them).
+impl Engine {
+    /// Starts the engine as `settings` describe it: opens the devices (the CUDA GPUs `engine.gpus`
+    /// selects if usable, else `engine.cpu_devices` CPU backends, per `engine.backend`), takes
+    /// the budgets from their free memory, and keeps the SRS resident where
+    /// `engine.srs_residency` says so. `resident` is what a resident SRS needs per GPU when the
+    /// SRS is already known (it decides `auto`). Returns the engine and a line describing the
+    /// devices (each GPU's engine index, CUDA ordinal and PCI bus id).
+    pub fn from_settings(
+        settings: &Settings,
+        resident: Option<u64>,
+    ) -> Result<(Engine, String), String> {
+        let e = &settings.engine;
+        cuzk_engine::gpu::device::set_blocking_waits(e.gpu_wait == GpuWait::Block);
+        let mut dev = devices::open_on(
+            e.backend,
+            e.srs_residency,
+            resident,
+            e.vram_reserve_mib << 20,
+            &devices::Placement {
+                gpus: e.gpus.clone(),
+                cpu_devices: e.cpu_devices,
+            },
+        )?;
+        let cfg = settings.engine_config(&dev.free);
+        let description = std::mem::take(&mut dev.description);
+        let engine = Engine::start_on(cfg, dev)?;
+        Ok((engine, description))
     }
 }
 
@@ -389,7 +383,7 @@ mod tests {
         assert_eq!(cfg.vram_budget, vec![(8 << 30) - (512 << 20)]);
         assert_eq!(
             (d.engine.gpu_wait, cfg.timeline_spans),
-            (GpuWait::Block, crate::timeline::MAX_SPANS)
+            (GpuWait::Block, crate::pipeline::timeline::MAX_SPANS)
         );
 
         let dir = tempfile::tempdir().unwrap();

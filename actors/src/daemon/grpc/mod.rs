@@ -22,10 +22,10 @@ use std::time::{Duration, Instant};
 use cuzk_filecoin::{params, FilecoinError, Registered};
 use tonic::{Request, Response, Status};
 
+use crate::daemon::jobs::{JobTable, Outcome, Submission, Tracked};
+use crate::daemon::metrics::{Readiness, State};
 use crate::filecoin::{job_spec, FilecoinConfig};
-use crate::jobs::{JobTable, Outcome, Submission, Tracked};
 use crate::log;
-use crate::metrics::{Readiness, State};
 
 #[allow(clippy::all, missing_docs)]
 pub mod pb {
@@ -110,7 +110,7 @@ fn response_of(t: &Tracked, o: &Outcome) -> pb::AwaitProofResponse {
             r.total_ms = ms(out.wall + t.srs_load);
         }
         Err(e) => {
-            r.status = if matches!(e, crate::job::JobError::Cancelled(_)) {
+            r.status = if matches!(e, crate::pipeline::job::JobError::Cancelled(_)) {
                 S::Cancelled as i32
             } else {
                 S::Failed as i32
@@ -338,9 +338,15 @@ impl Service {
                 .map(|t| t.kind.clone())
                 .unwrap_or_default()
         };
-        let unlimited = |c: u64| if c >= crate::budget::UNLIMITED { 0 } else { c };
+        let unlimited = |c: u64| {
+            if c >= crate::resources::budget::UNLIMITED {
+                0
+            } else {
+                c
+            }
+        };
         let key = |k: &(u64, usize)| format!("{}/{}", k.0, k.1);
-        let gpus = crate::devices::device_status(&st, e.device_names())
+        let gpus = crate::pipeline::status::device_status(&st, e.device_names())
             .into_iter()
             .map(|d| {
                 let current = d.computing.or(d.uploading).map(|(j, _)| j);

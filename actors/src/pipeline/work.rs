@@ -6,7 +6,7 @@ use std::sync::Arc;
 use blstrs::Scalar;
 use cuzk_srs::Srs;
 
-use crate::job::JobId;
+use crate::pipeline::job::JobId;
 
 /// A partition's identity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{sys, CudaContext};
 
-use crate::pinner::PinApi;
+use crate::resources::pinner::PinApi;
 
 pub struct CudaPin {
     ctx: Arc<CudaContext>,
