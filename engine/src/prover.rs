@@ -46,6 +46,9 @@ pub struct ProveOptions {
     /// split work), a host backend in [`Prepared::complete_on_host`]. Off by default; the
     /// pipeline and [`Prover`] set it where the backend stages on the device.
     pub splits_on_device: bool,
+    /// Run every partition in the streamed tier (`Prepared::stream`): what the pipeline sets on
+    /// a partition whose card cannot hold it whole; here for tests and benchmarks.
+    pub stream: Option<crate::gpu::stream_plan::StreamTier>,
 }
 
 impl Default for ProveOptions {
@@ -55,6 +58,7 @@ impl Default for ProveOptions {
             check_satisfied: true,
             recorded: RecordOptions::default(),
             splits_on_device: false,
+            stream: None,
         }
     }
 }
@@ -303,7 +307,7 @@ pub fn prepare(
             public_inputs: asg.inputs.get(1..).unwrap_or(&[]).to_vec(),
             shape,
             msm_chunk: None,
-            stream: None,
+            stream: opts.stream,
             recorded: Some(Recorded {
                 rec: d.0,
                 inputs: asg.inputs,
@@ -355,7 +359,7 @@ pub fn prepare(
         public_inputs: inputs.get(1..).unwrap_or(&[]).to_vec(),
         shape,
         msm_chunk: None,
-        stream: None,
+        stream: opts.stream,
         recorded: None,
     })
 }

@@ -55,7 +55,13 @@ pub fn batch_add_queued(
 /// Queues the batch addition of `n` bases at device address `bases` selected by the bitmap words
 /// at `bits` (a chunk of larger buffers: the streamed tier; `bits` then starts at the chunk's
 /// first word, so chunks start at multiples of 64 points). The caller checked the lengths.
-pub fn batch_add_at(dev: &GpuDevice, curve: Curve, bases: u64, bits: u64, n: u64) -> Result<DevBuf> {
+pub fn batch_add_at(
+    dev: &GpuDevice,
+    curve: Curve,
+    bases: u64,
+    bits: u64,
+    n: u64,
+) -> Result<DevBuf> {
     let nwords = n.div_ceil(64);
     let target = (dev.sm_count as u64 * THREADS_PER_SM).max(1);
     let wpt = nwords.div_ceil(target).max(1);

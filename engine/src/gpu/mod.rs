@@ -18,7 +18,7 @@ pub mod sources;
 pub mod spmv;
 pub mod staged;
 pub mod stream_plan;
-mod streamed;
+pub mod streamed;
 
 pub use backend::GpuBackend;
 pub use device::{probe, GpuDevice};

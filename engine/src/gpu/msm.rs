@@ -425,12 +425,7 @@ impl QueuedMsm {
     /// Queues the MSM of `plan.n` points whose bases and scalars start at device addresses
     /// `bases` and `scalars` (a chunk of larger buffers: the streamed tier); None for no points.
     /// The caller keeps both ranges alive and unwritten until the stream has run it.
-    pub fn at(
-        dev: &GpuDevice,
-        bases: u64,
-        scalars: u64,
-        plan: &MsmPlan,
-    ) -> Result<Option<Self>> {
+    pub fn at(dev: &GpuDevice, bases: u64, scalars: u64, plan: &MsmPlan) -> Result<Option<Self>> {
         if plan.n == 0 || plan.live == 0 {
             return Ok(None);
         }

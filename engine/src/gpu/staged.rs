@@ -234,7 +234,10 @@ impl PipelinedGpu {
     }
 
     fn queue_uploads(&self, p: &Prepared, src: &mut Src) -> Result<Staged> {
-        if let (Some(r), None) = (&p.recorded, p.msm_chunk.or(p.stream.map(|t| t.chunk as usize))) {
+        if let (Some(r), None) = (
+            &p.recorded,
+            p.msm_chunk.or(p.stream.map(|t| t.chunk as usize)),
+        ) {
             return self.queue_recorded(p, r, src);
         }
         if p.stream.is_some() || p.msm_chunk.is_some() {

@@ -53,6 +53,10 @@ pub struct StreamTier {
     /// The bases are resident on the device (reserved with them, their MSM scratch too): nothing
     /// is streamed but the partition's own data.
     pub resident_bases: bool,
+    /// The host bases are page-locked (registered by the caller's HostPinner): chunks are copied
+    /// straight from them, not through the backend's copy ring. Set by the pipeline, never by the
+    /// plan.
+    pub pinned_bases: bool,
 }
 
 /// The device bytes of one NTT domain's tables (twiddles `n/2`, the two coset power tables).
@@ -124,6 +128,7 @@ impl StreamTier {
                 chunk: most,
                 chunk_g2: most,
                 resident_bases,
+                pinned_bases: false,
             };
             let peak = t.peak(d);
             return (peak <= budget).then_some((t, peak));
@@ -134,6 +139,7 @@ impl StreamTier {
                 chunk,
                 chunk_g2: (chunk / 2).max(64),
                 resident_bases,
+                pinned_bases: false,
             };
             let peak = t.peak(d);
             if peak <= budget {
@@ -164,7 +170,11 @@ mod tests {
         let budget = 16 * GIB - (512 << 20);
         let (t, peak) = StreamTier::plan(&PORE_32G, budget, false).expect("fits 16 GiB");
         assert!(peak <= budget);
-        assert!(t.chunk >= 1 << 22, "chunks of {} points are too small", t.chunk);
+        assert!(
+            t.chunk >= 1 << 22,
+            "chunks of {} points are too small",
+            t.chunk
+        );
         assert_eq!(t.chunk % 64, 0);
         let phases = t.phases(&PORE_32G);
         let names: Vec<_> = phases.iter().map(|p| p.name).collect();
@@ -196,6 +206,6 @@ mod tests {
     #[test]
     fn the_domain_tables_are_half_a_domain_of_twiddles_and_two_small_tables() {
         let b = domain_bytes(1 << 27);
-        assert!(b >= (1u64 << 26) * 32 && b < (1u64 << 26) * 32 + (64 << 20));
+        assert!(((1u64 << 26) * 32..(1u64 << 26) * 32 + (64 << 20)).contains(&b));
     }
 }

@@ -28,10 +28,64 @@ use super::msm::{MsmPlan, QueuedMsm};
 use super::points::{g1_from_xyzz, g2_from_xyzz, Curve};
 use super::stream_plan::StreamTier;
 use super::{as_bytes, backend_err, GpuDevice, PipelinedGpu, Result};
-use crate::backend::parallel_copy;
+use crate::backend::{parallel_copy, Backend};
 use crate::prover::{splits, unsatisfied, Prepared, Split, Sums};
 use crate::timings::Timings;
 use cuzk_srs::Srs;
+
+/// What the streamed tier moved and waited for, over every partition since the last
+/// [`take_transfer_stats`]: read by `cuzk bench porep` per VRAM budget.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TransferStats {
+    pub partitions: u64,
+    /// Bytes copied host → device.
+    pub h2d_bytes: u64,
+    /// Milliseconds from a partition's first kernel to its last, summed.
+    pub gpu_ms: f64,
+    /// Of which the kernel stream ran kernels; the rest it waited for copies (exposed transfer).
+    pub kernel_ms: f64,
+}
+
+static STATS: std::sync::Mutex<TransferStats> = std::sync::Mutex::new(TransferStats {
+    partitions: 0,
+    h2d_bytes: 0,
+    gpu_ms: 0.0,
+    kernel_ms: 0.0,
+});
+
+/// The streamed tier's totals since the last call, and starts new ones.
+pub fn take_transfer_stats() -> TransferStats {
+    STATS
+        .lock()
+        .map(|mut s| std::mem::take(&mut *s))
+        .unwrap_or_default()
+}
+
+/// Kernel-busy intervals of one partition: pairs of events around groups of kernels queued right
+/// after the kernel stream's waits for copies.
+#[derive(Default)]
+struct Busy {
+    spans: Vec<(CudaEvent, CudaEvent)>,
+}
+
+impl Busy {
+    /// Adds up the intervals (the events are complete): (first start to last end, busy) in ms.
+    fn totals(&self) -> Result<(f64, f64)> {
+        let ms = |a: &CudaEvent, b: &CudaEvent| -> Result<f64> {
+            a.elapsed_ms(b)
+                .map(|m| f64::from(m.max(0.0)))
+                .map_err(|e| backend_err(format!("event timing: {e:?}")))
+        };
+        let (Some(first), Some(last)) = (self.spans.first(), self.spans.last()) else {
+            return Ok((0.0, 0.0));
+        };
+        let mut busy = 0.0;
+        for (a, b) in &self.spans {
+            busy += ms(a, b)?;
+        }
+        Ok((ms(&first.0, &last.1)?, busy))
+    }
+}
 
 /// Buffers in the ring, and the bytes of each.
 const RING_BUFS: usize = 4;
@@ -43,6 +97,8 @@ pub(super) struct Ring {
     bufs: Vec<PinnedBuf>,
     busy: Vec<Option<CudaEvent>>,
     next: usize,
+    /// Bytes uploaded through the ring since the counter was last taken.
+    moved: u64,
 }
 
 impl Ring {
@@ -54,6 +110,7 @@ impl Ring {
             busy: (0..bufs.len()).map(|_| None).collect(),
             bufs,
             next: 0,
+            moved: 0,
         })
     }
 
@@ -74,12 +131,15 @@ impl Ring {
             )));
         }
         let threads = copy_threads();
+        self.moved += src.len() as u64;
         for (k, piece) in src.chunks(RING_BYTES).enumerate() {
             let i = self.next % self.bufs.len();
             self.next += 1;
             if let Some(ev) = self.busy[i].take() {
                 ev.synchronize().map_err(|e| {
-                    backend_err(format!("upload of {what}: waiting for ring buffer {i}: {e:?}"))
+                    backend_err(format!(
+                        "upload of {what}: waiting for ring buffer {i}: {e:?}"
+                    ))
                 })?;
             }
             let host = &mut self.bufs[i].as_mut_slice()?[..piece.len()];
@@ -167,6 +227,8 @@ impl PipelinedGpu {
             *ring = Some(Ring::new(cp)?);
         }
         let ring = ring.as_mut().ok_or_else(|| backend_err("no copy ring"))?;
+        ring.moved = 0;
+        let mut busy = Busy::default();
         let resident = if tier.resident_bases {
             Some(self.resident(srs)?)
         } else {
@@ -227,7 +289,9 @@ impl PipelinedGpu {
         dev.stream
             .wait(&cp.mark()?)
             .map_err(|e| backend_err(format!("kernel stream waiting for a, b, c: {e:?}")))?;
+        let k0 = dev.mark()?;
         compute_h_device(dev, &d, abc[0].ptr(), abc[1].ptr(), abc[2].ptr())?;
+        busy.spans.push((k0, dev.mark()?));
         let mut abc = abc.into_iter();
         let (da, db, dc) = match (abc.next(), abc.next(), abc.next()) {
             (Some(a), Some(b), Some(c)) => (a, b, c),
@@ -246,22 +310,25 @@ impl PipelinedGpu {
             n: (n - 1) as u64,
         };
         let h_bases = resident.as_ref().map(|r| &r.h);
+        let busy_h = &mut busy;
         let (h, built) = rayon::join(
             || {
                 self.msm_streamed(
                     ring,
+                    busy_h,
                     Curve::G1,
                     as_bytes(srs.h()),
                     h_bases,
                     &h_scalars,
-                    tier.chunk,
+                    (tier.chunk, tier.pinned_bases),
                 )
             },
             || -> Result<(Split, Split, Split)> {
-                match &rec {
+                match rec {
+                    // The witness's aux becomes `l`'s tail: no copy of it is made.
                     Some(r) if r.splits_pending => {
                         let [a_aux, b_in, b_aux] = r.rec.densities();
-                        Ok(splits(&r.inputs, r.aux.clone(), [&a_aux, &b_in, &b_aux]))
+                        Ok(splits(&r.inputs, r.aux, [&a_aux, &b_in, &b_aux]))
                     }
                     _ => Ok((
                         std::mem::take(&mut p.l),
@@ -273,7 +340,6 @@ impl PipelinedGpu {
         );
         let h = h?;
         let (l, a_query, b_query) = built?;
-        drop(rec);
         self.free_after_kernels(vec![h_scalars.dev])?;
         t.step("msm_h", start);
 
@@ -286,44 +352,61 @@ impl PipelinedGpu {
         let ls = self.upload_query(ring, &l, "l scalars")?;
         let lp = self.msm_streamed(
             ring,
+            &mut busy,
             Curve::G1,
             as_bytes(srs.l()),
             rb.map(|r| &r.l),
             &ls,
-            tier.chunk,
+            (tier.chunk, tier.pinned_bases),
         )?;
         self.free_scalars(ls)?;
         let aqs = self.upload_query(ring, &a_query, "a scalars")?;
         let ap = self.msm_streamed(
             ring,
+            &mut busy,
             Curve::G1,
             as_bytes(srs.a()),
             rb.map(|r| &r.a),
             &aqs,
-            tier.chunk,
+            (tier.chunk, tier.pinned_bases),
         )?;
         self.free_scalars(aqs)?;
         let bqs = self.upload_query(ring, &b_query, "b scalars")?;
         let bp = self.msm_streamed(
             ring,
+            &mut busy,
             Curve::G1,
             as_bytes(srs.b_g1()),
             rb.map(|r| &r.b_g1),
             &bqs,
-            tier.chunk,
+            (tier.chunk, tier.pinned_bases),
         )?;
         let b2p = self.msm_streamed(
             ring,
+            &mut busy,
             Curve::G2,
             as_bytes(srs.b_g2()),
             rb.map(|r| &r.b_g2),
             &bqs,
-            tier.chunk_g2,
+            (tier.chunk_g2, tier.pinned_bases),
         )?;
         self.free_scalars(bqs)?;
         ring.drain()?;
         dev.sync("the streamed partition's kernels")?;
         t.step("tail_msm", start);
+        let (gpu_ms, kernel_ms) = busy.totals()?;
+        if let Ok(mut st) = STATS.lock() {
+            st.partitions += 1;
+            st.h2d_bytes += ring.moved;
+            st.gpu_ms += gpu_ms;
+            st.kernel_ms += kernel_ms;
+        }
+        log::debug!(
+            "{}: streamed partition {}: {} MiB host to device, GPU {gpu_ms:.1} ms of which kernels {kernel_ms:.1} ms",
+            self.name(),
+            p.index,
+            ring.moved >> 20
+        );
         let read_back = Instant::now();
         let sums = Sums {
             h: h.g1(dev)?,
@@ -356,7 +439,12 @@ impl PipelinedGpu {
 
     /// A query's tail and one-bitmap on the device (uploaded through the ring), with the host
     /// tail beside them.
-    fn upload_query<'h>(&self, ring: &mut Ring, split: &'h Split, what: &str) -> Result<Scalars<'h>> {
+    fn upload_query<'h>(
+        &self,
+        ring: &mut Ring,
+        split: &'h Split,
+        what: &str,
+    ) -> Result<Scalars<'h>> {
         let cp = &self.stream_copy;
         let tail = as_bytes(&split.tail);
         let mut s = cp.alloc(tail.len().max(32), what)?;
@@ -380,14 +468,16 @@ impl PipelinedGpu {
     /// The MSM of `s` (and its batch addition where `s.ones`) against `host_bases` (or the
     /// `resident` copy), in chunks of `chunk` points: each chunk's bases copied into one of two
     /// device buffers while the kernels work on the other.
+    #[allow(clippy::too_many_arguments)]
     fn msm_streamed(
         &self,
         ring: &mut Ring,
+        busy: &mut Busy,
         curve: Curve,
         host_bases: &[u8],
         resident: Option<&DevBuf>,
         s: &Scalars,
-        chunk: u64,
+        (chunk, pinned): (u64, bool),
     ) -> Result<Pieces> {
         let dev = &self.kernels;
         let cp = &self.stream_copy;
@@ -417,26 +507,29 @@ impl PipelinedGpu {
                 None => hi - lo,
             }
         };
-        let queue = |bases: u64, lo: u64, hi: u64, out: &mut Pieces| -> Result<()> {
-            let len = hi - lo;
-            let plan = MsmPlan::on_sparse(dev, len, live(lo, hi), curve);
-            if let Some(q) = QueuedMsm::at(dev, bases, s.dev.at(lo as usize * 32), &plan)? {
-                out.msms.push(q);
-            }
-            if let Some(bits) = &s.ones {
-                out.ones.push(batch_add_at(
-                    dev,
-                    curve,
-                    bases,
-                    bits.at((lo / 64) as usize * 8),
-                    len,
-                )?);
-            }
-            Ok(())
-        };
+        let queue =
+            |bases: u64, lo: u64, hi: u64, out: &mut Pieces, busy: &mut Busy| -> Result<()> {
+                let len = hi - lo;
+                let plan = MsmPlan::on_sparse(dev, len, live(lo, hi), curve);
+                let k0 = dev.mark()?;
+                if let Some(q) = QueuedMsm::at(dev, bases, s.dev.at(lo as usize * 32), &plan)? {
+                    out.msms.push(q);
+                }
+                if let Some(bits) = &s.ones {
+                    out.ones.push(batch_add_at(
+                        dev,
+                        curve,
+                        bases,
+                        bits.at((lo / 64) as usize * 8),
+                        len,
+                    )?);
+                }
+                busy.spans.push((k0, dev.mark()?));
+                Ok(())
+            };
         if let Some(r) = resident {
             // One piece over the resident bases.
-            queue(r.ptr(), 0, n, &mut out)?;
+            queue(r.ptr(), 0, n, &mut out, busy)?;
             return Ok(out);
         }
         let chunk = chunk.clamp(64, n.next_multiple_of(64)) / 64 * 64;
@@ -456,11 +549,20 @@ impl PipelinedGpu {
                     .map_err(|e| backend_err(format!("copy stream waiting for an MSM: {e:?}")))?;
             }
             let src = &host_bases[lo as usize * affine..hi as usize * affine];
-            ring.upload(cp, &mut bufs[j], 0, src, "streamed bases")?;
+            if pinned {
+                // Straight from the registered bases, each copy within one registration.
+                let at = src.as_ptr() as usize;
+                for (a, b) in super::staged::copy_pieces(at, src.len()) {
+                    cp.upload_into(&mut bufs[j], a, &src[a..b], "streamed bases")?;
+                }
+                ring.moved += src.len() as u64;
+            } else {
+                ring.upload(cp, &mut bufs[j], 0, src, "streamed bases")?;
+            }
             dev.stream
                 .wait(&cp.mark()?)
                 .map_err(|e| backend_err(format!("kernels waiting for streamed bases: {e:?}")))?;
-            queue(bufs[j].ptr(), lo, hi, &mut out)?;
+            queue(bufs[j].ptr(), lo, hi, &mut out, busy)?;
             read[j] = Some(dev.mark()?);
             lo = hi;
             k += 1;
