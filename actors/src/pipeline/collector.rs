@@ -8,21 +8,21 @@ use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use actix::prelude::*;
-use cuzk_engine::backend::Computed;
 use cuzk_engine::prover::assemble;
 use cuzk_engine::{Backend, Timings, Verifier};
 use cuzk_srs::Srs;
 
 use crate::fault::{catch, scope, Faults, Site, Stage};
-use crate::pipeline::dispatcher::{ComputeDone, Dispatcher, Dropped, PartitionDone};
+use crate::pipeline::messages::{Collect, ComputeDone, Dropped, PartitionDone, StageReports};
 use crate::pipeline::timeline::{Lane, Timeline};
-use crate::pipeline::work::{failed_at, Ticket};
+use crate::pipeline::work::failed_at;
 
 pub struct MsmCollector {
     pub gpu: usize,
     pub backend: Arc<dyn Backend>,
     pub self_verify: bool,
-    pub dispatcher: Addr<Dispatcher>,
+    /// The dispatcher, told when a partition's device memory is free and when it leaves.
+    pub reports: StageReports,
     pub timeline: Timeline,
     /// The prepared verifying key of the last SRS seen (the partitions of a batch share one).
     pub verifier: Option<(Weak<Srs>, Arc<Verifier>)>,
@@ -35,14 +35,14 @@ impl MsmCollector {
         gpu: usize,
         backend: Arc<dyn Backend>,
         self_verify: bool,
-        dispatcher: Addr<Dispatcher>,
+        reports: StageReports,
         timeline: Timeline,
     ) -> Self {
         MsmCollector {
             gpu,
             backend,
             self_verify,
-            dispatcher,
+            reports,
             timeline,
             verifier: None,
             faults: Faults::default(),
@@ -66,15 +66,6 @@ impl Actor for MsmCollector {
     type Context = SyncContext<Self>;
 }
 
-pub struct Collect {
-    pub ticket: Ticket,
-    pub computed: Computed,
-}
-
-impl Message for Collect {
-    type Result = ();
-}
-
 impl Handler<Collect> for MsmCollector {
     type Result = ();
 
@@ -89,15 +80,15 @@ impl Handler<Collect> for MsmCollector {
         // The partition's device memory is free once `computed` is gone (dropping a GPU payload
         // waits for its kernels): then its reservation goes back.
         let gpu = self.gpu;
-        let device_free = |d: &Addr<Dispatcher>| {
+        let device_free = |d: &Recipient<ComputeDone>| {
             if holds_device {
                 d.do_send(ComputeDone { gpu, key });
             }
         };
         if ticket.is_cancelled() {
             drop(computed);
-            device_free(&self.dispatcher);
-            self.dispatcher.do_send(Dropped { key });
+            device_free(&self.reports.compute_done);
+            self.reports.dropped.do_send(Dropped { key });
             return;
         }
         let inputs = computed.public_inputs.clone();
@@ -108,7 +99,7 @@ impl Handler<Collect> for MsmCollector {
         let collected = catch("collect", || {
             scope(key, || backend.collect(computed, &mut t)).map_err(|e| e.to_string())
         });
-        device_free(&self.dispatcher);
+        device_free(&self.reports.compute_done);
         for (stage, a, b) in t.events {
             // Device-timed steps (the kernels as the GPU ran them), on the GPU's kernel lane.
             let lane = if stage == "dtoh" {
@@ -164,7 +155,7 @@ impl Handler<Collect> for MsmCollector {
             Ok(done) => (Ok(done), None),
             Err((what, device)) => (Err(what), device),
         };
-        self.dispatcher.do_send(PartitionDone {
+        self.reports.partition_done.do_send(PartitionDone {
             key,
             result,
             device_fault,

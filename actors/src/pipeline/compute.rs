@@ -10,15 +10,16 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use actix::prelude::*;
-use cuzk_engine::backend::Staged;
 use cuzk_engine::{Backend, Timings};
 
 use crate::fault::{catch, scope};
-use crate::pipeline::collector::{Collect, MsmCollector};
-use crate::pipeline::dispatcher::{ComputeDone, Dispatcher, Dropped, PartitionDone};
+use crate::pipeline::collector::MsmCollector;
+use crate::pipeline::messages::{
+    Collect, Compute, ComputeDone, Dropped, PartitionDone, StageReports,
+};
 use crate::pipeline::timeline::{Lane, Timeline};
 use crate::pipeline::turns::Turns;
-use crate::pipeline::work::{failed_at, Ticket};
+use crate::pipeline::work::failed_at;
 
 pub struct ComputeActor {
     pub gpu: usize,
@@ -27,23 +28,14 @@ pub struct ComputeActor {
     /// The per-GPU kernel lock, shared by this GPU's workers, taken in staging order.
     pub turns: Arc<Turns>,
     pub collector: Addr<MsmCollector>,
-    pub dispatcher: Addr<Dispatcher>,
+    /// The dispatcher, told what becomes of a partition here (its device memory free, dropped,
+    /// failed).
+    pub reports: StageReports,
     pub timeline: Timeline,
 }
 
 impl Actor for ComputeActor {
     type Context = SyncContext<Self>;
-}
-
-pub struct Compute {
-    pub ticket: Ticket,
-    pub staged: Staged,
-    /// Position in this GPU's staging order: the kernel lock is taken in this order.
-    pub seq: u64,
-}
-
-impl Message for Compute {
-    type Result = ();
 }
 
 impl Handler<Compute> for ComputeActor {
@@ -64,8 +56,10 @@ impl Handler<Compute> for ComputeActor {
         if ticket.is_cancelled() {
             // Take (and pass on) the turn, so the partitions staged after this one still run.
             drop(self.turns.wait(seq));
-            self.dispatcher.do_send(ComputeDone { gpu: self.gpu, key });
-            self.dispatcher.do_send(Dropped { key });
+            self.reports
+                .compute_done
+                .do_send(ComputeDone { gpu: self.gpu, key });
+            self.reports.dropped.do_send(Dropped { key });
             return;
         }
         let result = {
@@ -100,13 +94,17 @@ impl Handler<Compute> for ComputeActor {
         match result {
             Ok(computed) => {
                 if !computed.holds_device {
-                    self.dispatcher.do_send(ComputeDone { gpu: self.gpu, key });
+                    self.reports
+                        .compute_done
+                        .do_send(ComputeDone { gpu: self.gpu, key });
                 }
                 self.collector.do_send(Collect { ticket, computed })
             }
             Err(e) => {
-                self.dispatcher.do_send(ComputeDone { gpu: self.gpu, key });
-                self.dispatcher.do_send(PartitionDone {
+                self.reports
+                    .compute_done
+                    .do_send(ComputeDone { gpu: self.gpu, key });
+                self.reports.partition_done.do_send(PartitionDone {
                     key,
                     result: Err(failed_at("compute", self.gpu, self.backend.name(), e)),
                     device_fault: Some(self.gpu),

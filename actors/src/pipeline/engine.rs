@@ -14,11 +14,13 @@ use cuzk_srs::{OpenOptions, Srs};
 
 use crate::pipeline::collector::MsmCollector;
 use crate::pipeline::compute::ComputeActor;
-use crate::pipeline::dispatcher::{
-    Cancel, Dispatcher, DispatcherConfig, EvictResident, GetStatus, SetPaused, SetUploaders, Submit,
-};
+use crate::pipeline::dispatcher::{Dispatcher, DispatcherConfig};
 use crate::pipeline::job::{JobHandle, JobId, JobSpec};
-use crate::pipeline::srs_loader::{Evict, EvictIdle, Load, SrsLoader};
+use crate::pipeline::messages::{
+    Cancel, Evict, EvictIdle, EvictResident, GetStatus, Install, List, Load, SetPaused,
+    SetUploaders, Shutdown, StageReports, Submit, UnpinStaging,
+};
+use crate::pipeline::srs_loader::{LoadedSrs, SrsLoader};
 use crate::pipeline::status::Status;
 use crate::pipeline::timeline::Timeline;
 use crate::pipeline::turns::Turns;
@@ -211,9 +213,16 @@ impl Engine {
                     });
                     let opts = cfg.srs_open.clone();
                     let loader = SyncArbiter::start(1, move || SrsLoader::new(opts.clone()));
+                    // What the stages report to the dispatcher, as recipients of those messages.
+                    let reports = StageReports {
+                        compute_done: dispatcher.clone().recipient(),
+                        dropped: dispatcher.clone().recipient(),
+                        partition_done: dispatcher.clone().recipient(),
+                    };
+                    let upload_done = dispatcher.clone().recipient();
                     let mut uploaders = Vec::new();
                     for (gpu, backend) in backends.into_iter().enumerate() {
-                        let (b, d, t) = (backend.clone(), dispatcher.clone(), tl.clone());
+                        let (b, d, t) = (backend.clone(), reports.clone(), tl.clone());
                         let verify = cfg.self_verify;
                         let f = faults.clone();
                         let collector = SyncArbiter::start(1, move || MsmCollector {
@@ -222,7 +231,7 @@ impl Engine {
                         });
                         let turns = Arc::new(Turns::default());
                         let next_worker = Arc::new(AtomicUsize::new(0));
-                        let (b, d, t) = (backend.clone(), dispatcher.clone(), tl.clone());
+                        let (b, d, t) = (backend.clone(), reports.clone(), tl.clone());
                         let compute =
                             SyncArbiter::start(cfg.gpu_workers_per_device.max(1), move || {
                                 ComputeActor {
@@ -231,13 +240,14 @@ impl Engine {
                                     backend: b.clone(),
                                     turns: turns.clone(),
                                     collector: collector.clone(),
-                                    dispatcher: d.clone(),
+                                    reports: d.clone(),
                                     timeline: t.clone(),
                                 }
                             });
-                        let (b, d, t, p, f) = (
+                        let (b, d, u, t, p, f) = (
                             backend.clone(),
-                            dispatcher.clone(),
+                            reports.clone(),
+                            upload_done.clone(),
                             tl.clone(),
                             pinner.clone(),
                             faults.clone(),
@@ -247,7 +257,8 @@ impl Engine {
                             backend: b.clone(),
                             pinner: p.clone(),
                             compute: compute.clone(),
-                            dispatcher: d.clone(),
+                            upload_done: u.clone(),
+                            reports: d.clone(),
                             timeline: t.clone(),
                             next_seq: 0,
                             staging: None,
@@ -362,7 +373,7 @@ impl Engine {
     /// from that file (`cuzk filecoin setup --into-engine`: no file, no decode cache on disk).
     pub fn install_srs(&self, path: &Path, srs: Arc<Srs>) -> Result<(), String> {
         let (tx, rx) = crossbeam_channel::bounded(1);
-        self.loader.do_send(crate::pipeline::srs_loader::Install {
+        self.loader.do_send(Install {
             path: path.into(),
             srs,
             reply: tx,
@@ -423,9 +434,9 @@ impl Engine {
     }
 
     /// The open parameter files.
-    pub fn loaded_srs(&self) -> Result<Vec<crate::pipeline::srs_loader::LoadedSrs>, String> {
+    pub fn loaded_srs(&self) -> Result<Vec<LoadedSrs>, String> {
         let (tx, rx) = crossbeam_channel::bounded(1);
-        self.loader.do_send(crate::pipeline::srs_loader::List(tx));
+        self.loader.do_send(List(tx));
         rx.recv().map_err(|_| "engine stopped".to_string())
     }
 
@@ -457,18 +468,12 @@ impl Engine {
         };
         let l = crate::log::component("engine");
         let (tx, rx) = crossbeam_channel::bounded(1);
-        if self
-            .dispatcher
-            .try_send(crate::pipeline::dispatcher::Shutdown { reply: tx })
-            .is_ok()
-        {
+        if self.dispatcher.try_send(Shutdown { reply: tx }).is_ok() {
             match rx.recv_timeout(SHUTDOWN_WAIT) {
                 Ok(uploaders) => {
                     for u in uploaders {
                         let (tx, rx) = crossbeam_channel::bounded(1);
-                        if u.try_send(crate::pipeline::upload::UnpinStaging { reply: tx })
-                            .is_ok()
-                        {
+                        if u.try_send(UnpinStaging { reply: tx }).is_ok() {
                             let _ = rx.recv_timeout(Duration::from_secs(10));
                         }
                     }

@@ -13,6 +13,7 @@ pub mod compute;
 pub mod dispatcher;
 pub mod engine;
 pub mod job;
+pub mod messages;
 pub mod srs_loader;
 pub mod status;
 pub mod synth_workers;

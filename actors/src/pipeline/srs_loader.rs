@@ -8,11 +8,12 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use actix::prelude::*;
-use crossbeam_channel::Sender;
 use cuzk_srs::{OpenOptions, Srs};
+
+use crate::pipeline::messages::{Evict, EvictIdle, Install, List, Load};
 
 pub struct SrsLoader {
     opts: OpenOptions,
@@ -32,14 +33,6 @@ impl Actor for SrsLoader {
     type Context = SyncContext<Self>;
 }
 
-/// Opens (once) and returns the parameters at `path`.
-pub struct Load {
-    pub path: PathBuf,
-    pub reply: Sender<Result<Arc<Srs>, String>>,
-}
-impl Message for Load {
-    type Result = ();
-}
 impl Handler<Load> for SrsLoader {
     type Result = ();
     fn handle(&mut self, msg: Load, _: &mut SyncContext<Self>) {
@@ -62,16 +55,6 @@ impl Handler<Load> for SrsLoader {
     }
 }
 
-/// Installs parameters built in memory under `path` (where their file would be), replacing
-/// nothing: a path already loaded is refused.
-pub struct Install {
-    pub path: PathBuf,
-    pub srs: Arc<Srs>,
-    pub reply: Sender<Result<(), String>>,
-}
-impl Message for Install {
-    type Result = ();
-}
 impl Handler<Install> for SrsLoader {
     type Result = ();
     fn handle(&mut self, msg: Install, _: &mut SyncContext<Self>) {
@@ -89,15 +72,6 @@ impl Handler<Install> for SrsLoader {
     }
 }
 
-/// Drops the loader's handle to `path`; refused while anyone else holds it. Replies with the
-/// handle (the caller drops it, once the GPUs' resident copies are dropped too).
-pub struct Evict {
-    pub path: PathBuf,
-    pub reply: Sender<Result<Arc<Srs>, String>>,
-}
-impl Message for Evict {
-    type Result = ();
-}
 impl Handler<Evict> for SrsLoader {
     type Result = ();
     fn handle(&mut self, msg: Evict, _: &mut SyncContext<Self>) {
@@ -118,15 +92,6 @@ impl Handler<Evict> for SrsLoader {
     }
 }
 
-/// Evicts every handle idle for longer than the given time and held by nobody; replies with the
-/// evicted paths, least recently used first.
-pub struct EvictIdle {
-    pub idle: Duration,
-    pub reply: Option<Sender<Vec<PathBuf>>>,
-}
-impl Message for EvictIdle {
-    type Result = ();
-}
 impl Handler<EvictIdle> for SrsLoader {
     type Result = ();
     fn handle(&mut self, msg: EvictIdle, _: &mut SyncContext<Self>) {
@@ -169,11 +134,6 @@ impl LoadedSrs {
     }
 }
 
-/// Lists the open parameter files, by path.
-pub struct List(pub Sender<Vec<LoadedSrs>>);
-impl Message for List {
-    type Result = ();
-}
 impl Handler<List> for SrsLoader {
     type Result = ();
     fn handle(&mut self, msg: List, _: &mut SyncContext<Self>) {

@@ -15,10 +15,13 @@ use cuzk_engine::prover::Prepared;
 use cuzk_engine::Backend;
 
 use crate::fault::{catch, scope, Faults, Site, Stage};
-use crate::pipeline::compute::{Compute, ComputeActor};
-use crate::pipeline::dispatcher::{ComputeDone, Dispatcher, Dropped, PartitionDone, UploadDone};
+use crate::pipeline::compute::ComputeActor;
+use crate::pipeline::messages::{
+    Compute, ComputeDone, DropResident, Dropped, PartitionDone, StageReports, UnpinStaging, Upload,
+    UploadDone,
+};
 use crate::pipeline::timeline::{Lane, Timeline};
-use crate::pipeline::work::{failed_at, Ticket};
+use crate::pipeline::work::failed_at;
 use crate::resources::pinner::{pin_blocking, staging_blocking, HostPinner, StagingLease};
 
 pub struct UploadActor {
@@ -26,7 +29,10 @@ pub struct UploadActor {
     pub backend: Arc<dyn Backend>,
     pub pinner: Addr<HostPinner>,
     pub compute: Addr<ComputeActor>,
-    pub dispatcher: Addr<Dispatcher>,
+    /// The dispatcher, told when this GPU's uploader is free again.
+    pub upload_done: Recipient<UploadDone>,
+    /// The dispatcher, told what becomes of a partition here (dropped, failed).
+    pub reports: StageReports,
     pub timeline: Timeline,
     /// Staging order of this GPU's partitions (the compute workers take the kernel lock in it).
     pub next_seq: u64,
@@ -86,16 +92,6 @@ impl Actor for UploadActor {
     type Context = SyncContext<Self>;
 }
 
-pub struct Upload {
-    pub ticket: Ticket,
-    pub prepared: Prepared,
-    pub bytes: u64,
-}
-
-impl Message for Upload {
-    type Result = ();
-}
-
 fn ranges(p: &Prepared) -> Vec<(usize, usize)> {
     let r = |v: &Vec<blstrs::Scalar>| (v.as_ptr() as usize, std::mem::size_of_val(v.as_slice()));
     let mut out = vec![
@@ -128,9 +124,11 @@ impl Handler<Upload> for UploadActor {
             worker: None,
         };
         if ticket.is_cancelled() {
-            self.dispatcher.do_send(UploadDone { gpu: self.gpu, key });
-            self.dispatcher.do_send(ComputeDone { gpu: self.gpu, key });
-            self.dispatcher.do_send(Dropped { key });
+            self.upload_done.do_send(UploadDone { gpu: self.gpu, key });
+            self.reports
+                .compute_done
+                .do_send(ComputeDone { gpu: self.gpu, key });
+            self.reports.dropped.do_send(Dropped { key });
             return;
         }
         let start = Instant::now();
@@ -169,7 +167,7 @@ impl Handler<Upload> for UploadActor {
                 .record(key, "upload", lane, start, Instant::now(), 0);
             Ok(staged)
         };
-        self.dispatcher.do_send(UploadDone { gpu: self.gpu, key });
+        self.upload_done.do_send(UploadDone { gpu: self.gpu, key });
         match staged {
             Ok(staged) => {
                 let seq = self.next_seq;
@@ -182,8 +180,10 @@ impl Handler<Upload> for UploadActor {
             }
             Err((stage, what)) => {
                 // It will never reach compute: free its slot there too.
-                self.dispatcher.do_send(ComputeDone { gpu: self.gpu, key });
-                self.dispatcher.do_send(PartitionDone {
+                self.reports
+                    .compute_done
+                    .do_send(ComputeDone { gpu: self.gpu, key });
+                self.reports.partition_done.do_send(PartitionDone {
                     key,
                     result: Err(failed_at(stage, self.gpu, self.backend.name(), what)),
                     // Pinning is the host's; the copy is the device's.
@@ -192,18 +192,6 @@ impl Handler<Upload> for UploadActor {
             }
         }
     }
-}
-
-/// Frees the parameters the backend keeps resident on this GPU (`Backend::evict_resident`), on
-/// this actor's thread, which owns the GPU's uploads: an evict, sent by the dispatcher once it has
-/// dropped its reservation for them and nothing is staged here. Replies with the device bytes the
-/// backend freed.
-pub struct DropResident {
-    pub reply: Option<crossbeam_channel::Sender<Result<u64, String>>>,
-}
-
-impl Message for DropResident {
-    type Result = ();
 }
 
 impl Handler<DropResident> for UploadActor {
@@ -226,16 +214,6 @@ impl Handler<DropResident> for UploadActor {
             let _ = reply.send(r);
         }
     }
-}
-
-/// Gives the staging buffers back to the HostPinner (at shutdown, once nothing is in flight
-/// here): the lease is dropped, which asks the pinner to unpin them; the reply says it was sent.
-pub struct UnpinStaging {
-    pub reply: crossbeam_channel::Sender<()>,
-}
-
-impl Message for UnpinStaging {
-    type Result = ();
 }
 
 impl Handler<UnpinStaging> for UploadActor {

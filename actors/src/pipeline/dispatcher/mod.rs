@@ -28,10 +28,14 @@ use ff::Field;
 use crate::pipeline::job::{
     JobError, JobId, JobOutput, JobSpec, Priority, Randomness, SynthFn, Synthesis, SynthesisProbe,
 };
+use crate::pipeline::messages::{
+    Cancel, ComputeDone, DropResident, Dropped, EvictResident, GetStatus, PartitionDone,
+    ResidentDropped, SetPaused, SetUploaders, Shutdown, Submit, Synthesized, Upload, UploadDone,
+};
 use crate::pipeline::status::{BudgetStatus, JobInfo, Status};
 use crate::pipeline::synth_workers::SynthWorkers;
 use crate::pipeline::timeline::{Lane, Timeline};
-use crate::pipeline::upload::{Upload, UploadActor};
+use crate::pipeline::upload::UploadActor;
 use crate::pipeline::work::{PartKey, Ticket};
 use crate::resources::budget::{Budget, ReservationId};
 use crate::resources::host_memory::HostMemory;
@@ -713,11 +717,6 @@ impl Actor for Dispatcher {
     type Context = Context<Self>;
 }
 
-/// Wires the uploaders in (they need the dispatcher's address, so they start after it).
-pub struct SetUploaders(pub Vec<Addr<UploadActor>>);
-impl Message for SetUploaders {
-    type Result = ();
-}
 impl Handler<SetUploaders> for Dispatcher {
     type Result = ();
     fn handle(&mut self, msg: SetUploaders, ctx: &mut Context<Self>) {
@@ -726,14 +725,6 @@ impl Handler<SetUploaders> for Dispatcher {
     }
 }
 
-pub struct Submit {
-    pub spec: JobSpec,
-    pub reply: Sender<Result<JobOutput, JobError>>,
-    pub id: Sender<JobId>,
-}
-impl Message for Submit {
-    type Result = ();
-}
 impl Handler<Submit> for Dispatcher {
     type Result = ();
     fn handle(&mut self, msg: Submit, ctx: &mut Context<Self>) {
@@ -801,14 +792,6 @@ impl Handler<Submit> for Dispatcher {
     }
 }
 
-pub struct Synthesized {
-    pub key: PartKey,
-    pub result: Result<cuzk_engine::prover::Prepared, String>,
-    pub at: Instant,
-}
-impl Message for Synthesized {
-    type Result = ();
-}
 impl Handler<Synthesized> for Dispatcher {
     type Result = ();
     fn handle(&mut self, msg: Synthesized, ctx: &mut Context<Self>) {
@@ -843,13 +826,6 @@ impl Handler<Synthesized> for Dispatcher {
     }
 }
 
-pub struct UploadDone {
-    pub gpu: usize,
-    pub key: PartKey,
-}
-impl Message for UploadDone {
-    type Result = ();
-}
 impl Handler<UploadDone> for Dispatcher {
     type Result = ();
     fn handle(&mut self, msg: UploadDone, ctx: &mut Context<Self>) {
@@ -870,13 +846,6 @@ impl Handler<UploadDone> for Dispatcher {
     }
 }
 
-pub struct ComputeDone {
-    pub gpu: usize,
-    pub key: PartKey,
-}
-impl Message for ComputeDone {
-    type Result = ();
-}
 impl Handler<ComputeDone> for Dispatcher {
     type Result = ();
     fn handle(&mut self, msg: ComputeDone, ctx: &mut Context<Self>) {
@@ -895,13 +864,6 @@ impl Handler<ComputeDone> for Dispatcher {
     }
 }
 
-/// A cancelled partition was dropped at some stage: release whatever it still holds.
-pub struct Dropped {
-    pub key: PartKey,
-}
-impl Message for Dropped {
-    type Result = ();
-}
 impl Handler<Dropped> for Dispatcher {
     type Result = ();
     fn handle(&mut self, msg: Dropped, ctx: &mut Context<Self>) {
@@ -912,16 +874,6 @@ impl Handler<Dropped> for Dispatcher {
     }
 }
 
-pub struct PartitionDone {
-    pub key: PartKey,
-    pub result: Result<(Proof<Bls12>, Vec<Scalar>), String>,
-    /// The device whose failure this was (a device-side stage: upload, kernels, read-back,
-    /// self-verification), if it was one.
-    pub device_fault: Option<usize>,
-}
-impl Message for PartitionDone {
-    type Result = ();
-}
 impl Handler<PartitionDone> for Dispatcher {
     type Result = ();
     fn handle(&mut self, msg: PartitionDone, ctx: &mut Context<Self>) {
@@ -987,13 +939,6 @@ impl Handler<PartitionDone> for Dispatcher {
     }
 }
 
-pub struct Cancel {
-    pub job: JobId,
-    pub reply: Sender<bool>,
-}
-impl Message for Cancel {
-    type Result = ();
-}
 impl Handler<Cancel> for Dispatcher {
     type Result = ();
     fn handle(&mut self, msg: Cancel, ctx: &mut Context<Self>) {
@@ -1006,12 +951,6 @@ impl Handler<Cancel> for Dispatcher {
     }
 }
 
-/// Pauses or resumes dispatch to the GPUs (synthesis goes on within the host budget; in-flight
-/// work finishes).
-pub struct SetPaused(pub bool);
-impl Message for SetPaused {
-    type Result = ();
-}
 impl Handler<SetPaused> for Dispatcher {
     type Result = ();
     fn handle(&mut self, msg: SetPaused, ctx: &mut Context<Self>) {
@@ -1020,10 +959,6 @@ impl Handler<SetPaused> for Dispatcher {
     }
 }
 
-pub struct GetStatus(pub Sender<Status>);
-impl Message for GetStatus {
-    type Result = ();
-}
 impl Handler<GetStatus> for Dispatcher {
     type Result = ();
     fn handle(&mut self, msg: GetStatus, _: &mut Context<Self>) {
@@ -1077,27 +1012,6 @@ impl Handler<GetStatus> for Dispatcher {
     }
 }
 
-/// One GPU's resident parameters dropped by [`EvictResident`].
-pub struct ResidentDropped {
-    pub gpu: usize,
-    /// The VRAM reservation given back (bases and the workers' MSM scratch).
-    pub reserved: u64,
-    /// The backend's answer once the GPU's UploadActor has freed the device copy (the device
-    /// bytes it held).
-    pub freed: crossbeam_channel::Receiver<Result<u64, String>>,
-}
-
-/// Drops the resident parameters, on every GPU where nothing is staged, that are `srs` (`None`:
-/// only sets no handle holds any more, as after idle eviction): the VRAM reservation is
-/// released here and the device copy is freed by the GPU's UploadActor. A GPU with partitions
-/// staged keeps them (they use them); the next SRS to be made resident there replaces them.
-pub struct EvictResident {
-    pub srs: Option<Arc<cuzk_srs::Srs>>,
-    pub reply: Option<Sender<Vec<ResidentDropped>>>,
-}
-impl Message for EvictResident {
-    type Result = ();
-}
 impl Handler<EvictResident> for Dispatcher {
     type Result = ();
     fn handle(&mut self, msg: EvictResident, ctx: &mut Context<Self>) {
@@ -1146,7 +1060,7 @@ impl Dispatcher {
         self.vram[gpu].release(res);
         let (tx, freed) = crossbeam_channel::bounded(1);
         match self.uploaders.get(gpu) {
-            Some(u) => u.do_send(crate::pipeline::upload::DropResident { reply: Some(tx) }),
+            Some(u) => u.do_send(DropResident { reply: Some(tx) }),
             None => {
                 let _ = tx.send(Err(format!("GPU {gpu} has no uploader")));
             }
@@ -1159,16 +1073,6 @@ impl Dispatcher {
     }
 }
 
-/// Stops the work: every live job is answered (`EngineStopped`) and its queued partitions are
-/// dropped with what they hold; new jobs are refused. The reply (the uploaders, so the caller
-/// can have their staging buffers unpinned) goes out once no partition is in flight: a stage
-/// that is running ends first and releases what it holds.
-pub struct Shutdown {
-    pub reply: Sender<Vec<Addr<UploadActor>>>,
-}
-impl Message for Shutdown {
-    type Result = ();
-}
 impl Handler<Shutdown> for Dispatcher {
     type Result = ();
     fn handle(&mut self, msg: Shutdown, ctx: &mut Context<Self>) {
