@@ -1,8 +1,10 @@
 //! cuzk-filecoin: Filecoin's proof kinds from the inputs storage nodes produce, proved by cuzk.
 //!
-//! Each kind turns its real input into the partition circuits and public inputs filecoin-proofs
-//! itself would build (`CompoundProof::circuit`, `generate_public_inputs`) — bellperson's
-//! prover is never called — and names the standard `.params` file it is proved against:
+//! Each kind (a [`Compound`], the seam per kind after storage-proofs' `CompoundProof`) turns its
+//! real input into the partition circuits and public inputs filecoin-proofs itself would build
+//! (`CompoundProof::circuit`, `generate_public_inputs`) — bellperson's prover is never called —
+//! names the standard `.params` file it is proved against, gives its blank circuit for a setup,
+//! and runs filecoin-proofs' own verifier of the kind:
 //!
 //! | kind | input | partitions |
 //! |---|---|---|
@@ -15,6 +17,7 @@
 //! reference prover), which receives the typed circuits; [`verify`] runs filecoin-proofs' own
 //! verifiers over the resulting bytes (192 per partition, in order).
 
+pub mod compound;
 pub mod error;
 pub mod kind;
 pub mod layout;
@@ -31,6 +34,7 @@ pub mod snap;
 pub mod synth_c1;
 pub mod verify;
 
+pub use compound::Compound;
 pub use error::FilecoinError;
 pub use kind::ProofKind;
 pub use registered::Registered;

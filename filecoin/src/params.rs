@@ -12,7 +12,8 @@ use cuzk_srs::{write_params, Srs};
 use crate::error::FilecoinError;
 use crate::registered::Registered;
 use crate::sink::BlankSink;
-use crate::{porep, post, snap};
+
+pub use crate::compound::blank;
 
 /// The default directory of Filecoin parameters.
 pub const DEFAULT_DIR: &str = "/var/tmp/filecoin-proof-parameters";
@@ -157,15 +158,6 @@ pub fn generate_in_memory(
         });
     }
     Ok((srs, path))
-}
-
-/// Hands `registered`'s blank (witness-free) partition circuit to `sink`.
-pub fn blank<S: BlankSink>(registered: Registered, sink: S) -> Result<S::Out, FilecoinError> {
-    match registered {
-        Registered::Seal(p) => porep::blank(p, sink),
-        Registered::Update(p) => snap::blank(p, sink),
-        Registered::PoSt(p) => post::blank(p, sink),
-    }
 }
 
 struct Setup<'a> {

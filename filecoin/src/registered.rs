@@ -163,7 +163,8 @@ impl Registered {
         }
     }
 
-    fn expect_kind(self, kind: ProofKind) -> Result<Registered, FilecoinError> {
+    /// `self` if it is a proof of `kind`, else an error naming both.
+    pub(crate) fn expect_kind(self, kind: ProofKind) -> Result<Registered, FilecoinError> {
         if self.kind() == kind {
             Ok(self)
         } else {
@@ -225,6 +226,24 @@ impl Registered {
             "verifying key file name of {self}"
         )))?;
         file_name(&path)
+    }
+}
+
+impl From<RegisteredSealProof> for Registered {
+    fn from(p: RegisteredSealProof) -> Registered {
+        Registered::Seal(p)
+    }
+}
+
+impl From<RegisteredUpdateProof> for Registered {
+    fn from(p: RegisteredUpdateProof) -> Registered {
+        Registered::Update(p)
+    }
+}
+
+impl From<RegisteredPoStProof> for Registered {
+    fn from(p: RegisteredPoStProof) -> Registered {
+        Registered::PoSt(p)
     }
 }
 

@@ -1,8 +1,11 @@
 //! A proof request as it travels (bytes a node produced, nothing parsed yet), and its parsed
 //! form. The wire form is what the daemon's control frames and the library's job type carry.
+//! A parsed request goes to its kind's [`Compound`].
 
+use blstrs::Scalar;
 use serde::{Deserialize, Serialize};
 
+use crate::compound::{Compound, PoRep, SnapDeals, WindowPoSt, WinningPoSt};
 use crate::error::FilecoinError;
 use crate::kind::ProofKind;
 use crate::porep::PoRepInput;
@@ -137,7 +140,8 @@ impl ProofRequest {
     }
 }
 
-/// A request whose inputs have been read.
+/// A request whose inputs have been read: the input of its kind's [`Compound`] (WindowPoSt and
+/// WinningPoSt share theirs; the registered proof tells them apart).
 #[derive(Debug, Clone)]
 pub enum Parsed {
     PoRep(Box<PoRepInput>),
@@ -148,9 +152,10 @@ pub enum Parsed {
 impl Parsed {
     pub fn registered(&self) -> Registered {
         match self {
-            Parsed::PoRep(p) => p.registered(),
-            Parsed::Snap(s) => s.registered(),
-            Parsed::PoSt(p) => p.registered(),
+            Parsed::PoRep(p) => PoRep::registered(p).into(),
+            Parsed::Snap(s) => SnapDeals::registered(s).into(),
+            // The same for either PoSt kind; the registered proof is what tells them apart.
+            Parsed::PoSt(p) => p.registered.into(),
         }
     }
 
@@ -162,10 +167,24 @@ impl Parsed {
     /// filecoin-proofs on an input it did not expect is caught and reported as an error.
     pub fn build<S: CircuitSink>(self, sink: S) -> Result<S::Out, FilecoinError> {
         let what = format!("building the {} circuits", self.registered());
+        let kind = self.kind();
         catch(&what, move || match self {
-            Parsed::PoRep(p) => p.build(sink),
-            Parsed::Snap(s) => s.build(sink),
-            Parsed::PoSt(p) => p.build(sink),
+            Parsed::PoRep(p) => PoRep::build(*p, sink),
+            Parsed::Snap(s) => SnapDeals::build(s, sink),
+            Parsed::PoSt(p) if kind == ProofKind::WindowPoSt => WindowPoSt::build(p, sink),
+            Parsed::PoSt(p) => WinningPoSt::build(p, sink),
+        })
+    }
+
+    /// Each partition's public inputs as filecoin-proofs' verifier computes them, without
+    /// building the circuits; a panic inside filecoin-proofs is caught as in [`Parsed::build`].
+    pub fn public_inputs(&self) -> Result<Vec<Vec<Scalar>>, FilecoinError> {
+        let what = format!("computing the {} public inputs", self.registered());
+        catch(&what, || match self {
+            Parsed::PoRep(p) => PoRep::public_inputs(p),
+            Parsed::Snap(s) => SnapDeals::public_inputs(s),
+            Parsed::PoSt(p) if self.kind() == ProofKind::WindowPoSt => WindowPoSt::public_inputs(p),
+            Parsed::PoSt(p) => WinningPoSt::public_inputs(p),
         })
     }
 }

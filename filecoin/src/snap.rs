@@ -1,7 +1,9 @@
 //! SnapDeals (empty sector update): from the vanilla partition proofs (bincode `PartitionProof`s,
 //! as filecoin-proofs-api's `generate_partition_proofs` returns them) and the three commitments,
-//! the partition circuits and public inputs of `EmptySectorUpdateCompound`.
+//! the partition circuits and public inputs of `EmptySectorUpdateCompound` ([`SnapDeals`], the
+//! kind's [`Compound`]).
 
+use blstrs::Scalar;
 use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::types::{MerkleTreeTrait, SectorUpdateConfig};
 use filecoin_proofs::{DefaultPieceDomain, TreeRHasher};
@@ -9,11 +11,14 @@ use filecoin_proofs_api::RegisteredUpdateProof;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_update::{EmptySectorUpdateCompound, PartitionProof, PublicInputs, SetupParams};
 
+use crate::compound::Compound;
 use crate::error::FilecoinError;
+use crate::kind::ProofKind;
 use crate::registered::Registered;
 use crate::request::decode_bincode;
 use crate::shape::with_shape;
 use crate::sink::{BlankSink, CircuitSink, Partitions, Remake};
+use crate::verify;
 
 #[derive(Clone, Debug)]
 pub struct SnapInput {
@@ -25,56 +30,100 @@ pub struct SnapInput {
     pub comm_d_new: [u8; 32],
 }
 
-impl SnapInput {
-    pub fn registered(&self) -> Registered {
-        Registered::Update(self.registered)
+/// SnapDeals: an empty sector's update (`EmptySectorUpdateCompound`).
+pub struct SnapDeals;
+
+impl Compound for SnapDeals {
+    const KIND: ProofKind = ProofKind::SnapDeals;
+    type Proof = RegisteredUpdateProof;
+    type Input = SnapInput;
+
+    fn registered(input: &SnapInput) -> RegisteredUpdateProof {
+        input.registered
     }
 
-    pub fn build<S: CircuitSink>(self, sink: S) -> Result<S::Out, FilecoinError> {
+    fn build<S: CircuitSink>(input: SnapInput, sink: S) -> Result<S::Out, FilecoinError> {
         with_shape!(
-            u64::from(self.registered.sector_size()),
+            u64::from(input.registered.sector_size()),
             build_shaped<S>,
-            self,
+            input,
             sink
         )
     }
+
+    fn blank<S: BlankSink>(
+        registered: RegisteredUpdateProof,
+        sink: S,
+    ) -> Result<S::Out, FilecoinError> {
+        with_shape!(
+            u64::from(registered.sector_size()),
+            blank_shaped<S>,
+            registered,
+            sink
+        )
+    }
+
+    /// Every partition's, from the commitments (the vanilla proofs are private).
+    fn public_inputs(input: &SnapInput) -> Result<Vec<Vec<Scalar>>, FilecoinError> {
+        with_shape!(
+            u64::from(input.registered.sector_size()),
+            public_inputs_shaped,
+            input
+        )
+    }
+
+    /// `verify_empty_sector_update_proof`.
+    fn verify(input: &SnapInput, proof: &[u8]) -> Result<bool, FilecoinError> {
+        verify::guarded(Registered::Update(input.registered), |ctx| {
+            filecoin_proofs_api::update::verify_empty_sector_update_proof(
+                input.registered,
+                proof,
+                input.comm_r_old,
+                input.comm_r_new,
+                input.comm_d_new,
+            )
+            .map_err(FilecoinError::proofs(ctx))
+        })
+    }
+}
+
+/// The compound proof's public parameters.
+type UpdateParams<Tree> =
+    compound_proof::PublicParams<'static, storage_proofs_update::EmptySectorUpdate<Tree>>;
+
+/// The compound public parameters of `registered`, as filecoin-proofs sets them up for proving
+/// and verifying, and its configuration.
+fn public_params<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    registered: RegisteredUpdateProof,
+) -> Result<(UpdateParams<Tree>, SectorUpdateConfig), FilecoinError> {
+    let config = SectorUpdateConfig::from_porep_config(&registered.as_v1_config());
+    let setup = compound_proof::SetupParams {
+        vanilla_params: SetupParams {
+            sector_bytes: u64::from(config.sector_size),
+        },
+        partitions: Some(usize::from(config.update_partitions)),
+        priority: false,
+    };
+    let pp = EmptySectorUpdateCompound::<Tree>::setup(&setup)
+        .map_err(FilecoinError::proofs("SnapDeals public parameters"))?;
+    Ok((pp, config))
 }
 
 /// The compound public parameters and public inputs of a sector update, as filecoin-proofs
 /// computes them for proving and verifying.
 fn public<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
-    registered: RegisteredUpdateProof,
-    comms: Option<([u8; 32], [u8; 32], [u8; 32])>,
-) -> Result<
-    (
-        compound_proof::PublicParams<'static, storage_proofs_update::EmptySectorUpdate<Tree>>,
-        Option<PublicInputs>,
-    ),
-    FilecoinError,
-> {
-    let config = SectorUpdateConfig::from_porep_config(&registered.as_v1_config());
-    let partitions = usize::from(config.update_partitions);
-    let setup = compound_proof::SetupParams {
-        vanilla_params: SetupParams {
-            sector_bytes: u64::from(config.sector_size),
-        },
-        partitions: Some(partitions),
-        priority: false,
-    };
-    let pp = EmptySectorUpdateCompound::<Tree>::setup(&setup)
-        .map_err(FilecoinError::proofs("SnapDeals public parameters"))?;
-    let pub_in = match comms {
-        None => None,
-        Some((comm_r_old, comm_r_new, comm_d_new)) => Some(PublicInputs {
-            k: partitions,
-            comm_r_old: <TreeRHasher as Hasher>::Domain::try_from_bytes(&comm_r_old)
-                .map_err(FilecoinError::proofs("comm_r_old"))?,
-            comm_d_new: DefaultPieceDomain::try_from_bytes(&comm_d_new)
-                .map_err(FilecoinError::proofs("comm_d_new"))?,
-            comm_r_new: <TreeRHasher as Hasher>::Domain::try_from_bytes(&comm_r_new)
-                .map_err(FilecoinError::proofs("comm_r_new"))?,
-            h: config.h,
-        }),
+    input: &SnapInput,
+) -> Result<(UpdateParams<Tree>, PublicInputs), FilecoinError> {
+    let (pp, config) = public_params::<Tree>(input.registered)?;
+    let pub_in = PublicInputs {
+        k: usize::from(config.update_partitions),
+        comm_r_old: <TreeRHasher as Hasher>::Domain::try_from_bytes(&input.comm_r_old)
+            .map_err(FilecoinError::proofs("comm_r_old"))?,
+        comm_d_new: DefaultPieceDomain::try_from_bytes(&input.comm_d_new)
+            .map_err(FilecoinError::proofs("comm_d_new"))?,
+        comm_r_new: <TreeRHasher as Hasher>::Domain::try_from_bytes(&input.comm_r_new)
+            .map_err(FilecoinError::proofs("comm_r_new"))?,
+        h: config.h,
     };
     Ok((pp, pub_in))
 }
@@ -83,16 +132,12 @@ fn build_shaped<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>, S: Circui
     input: SnapInput,
     sink: S,
 ) -> Result<S::Out, FilecoinError> {
+    let (pp, pub_in) = public::<Tree>(&input)?;
     let SnapInput {
         registered,
         vanilla_proofs,
-        comm_r_old,
-        comm_r_new,
-        comm_d_new,
+        ..
     } = input;
-    let (pp, pub_in) = public::<Tree>(registered, Some((comm_r_old, comm_r_new, comm_d_new)))?;
-    let pub_in =
-        pub_in.ok_or_else(|| FilecoinError::invalid("SnapDeals request", "no public inputs"))?;
     let partitions = pub_in.k;
     if vanilla_proofs.len() != partitions {
         return Err(FilecoinError::invalid(
@@ -130,16 +175,7 @@ fn build_shaped<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>, S: Circui
                 "SnapDeals partition {k} circuit"
             )))?,
         );
-        public_inputs.push(
-            EmptySectorUpdateCompound::<Tree>::generate_public_inputs(
-                &pub_in,
-                &pp.vanilla_params,
-                Some(k),
-            )
-            .map_err(FilecoinError::proofs(format!(
-                "SnapDeals partition {k} public inputs"
-            )))?,
-        );
+        public_inputs.push(partition_inputs(&pp, &pub_in, k)?);
     }
     Ok(sink.take(Partitions {
         circuits,
@@ -148,24 +184,32 @@ fn build_shaped<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>, S: Circui
     }))
 }
 
-/// The blank partition circuit of `registered`.
-pub fn blank<S: BlankSink>(
-    registered: RegisteredUpdateProof,
-    sink: S,
-) -> Result<S::Out, FilecoinError> {
-    with_shape!(
-        u64::from(registered.sector_size()),
-        blank_shaped<S>,
-        registered,
-        sink
-    )
+/// Partition `k`'s public inputs (`EmptySectorUpdateCompound::generate_public_inputs`).
+fn partition_inputs<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    pp: &UpdateParams<Tree>,
+    pub_in: &PublicInputs,
+    k: usize,
+) -> Result<Vec<Scalar>, FilecoinError> {
+    EmptySectorUpdateCompound::<Tree>::generate_public_inputs(pub_in, &pp.vanilla_params, Some(k))
+        .map_err(FilecoinError::proofs(format!(
+            "SnapDeals partition {k} public inputs"
+        )))
+}
+
+fn public_inputs_shaped<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    input: &SnapInput,
+) -> Result<Vec<Vec<Scalar>>, FilecoinError> {
+    let (pp, pub_in) = public::<Tree>(input)?;
+    (0..pub_in.k)
+        .map(|k| partition_inputs(&pp, &pub_in, k))
+        .collect()
 }
 
 fn blank_shaped<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>, S: BlankSink>(
     registered: RegisteredUpdateProof,
     sink: S,
 ) -> Result<S::Out, FilecoinError> {
-    let (pp, _) = public::<Tree>(registered, None)?;
+    let (pp, _) = public_params::<Tree>(registered)?;
     let vp = pp.vanilla_params;
     Ok(sink.take(Remake(move || {
         EmptySectorUpdateCompound::<Tree>::blank_circuit(&vp)

@@ -418,6 +418,40 @@ impl CircuitSink for Nothing {
     fn take<C: bellperson::Circuit<Scalar> + Send + 'static>(self, _: Partitions<C>) {}
 }
 
+/// The public inputs a build hands over with its circuits.
+struct Inputs;
+impl CircuitSink for Inputs {
+    type Out = Vec<Vec<Scalar>>;
+    fn take<C: bellperson::Circuit<Scalar> + Send + 'static>(
+        self,
+        parts: Partitions<C>,
+    ) -> Self::Out {
+        parts.public_inputs
+    }
+}
+
+#[test]
+fn public_inputs_computed_alone_are_those_each_kind_builds_with_its_circuits() {
+    let (a, b) = (&sectors().a, &sectors().b);
+    let dir = tempfile::tempdir().unwrap();
+    let mut both = vec![a.clone(), b.clone()];
+    both.sort_by_key(|s| s.sector_id);
+    let reqs = [
+        a.porep_request(),
+        sample::snap(a, dir.path(), 14).unwrap(),
+        sample::window_post(&both, a.prover_id, 15).unwrap(),
+        sample::winning_post(a, a.prover_id, 16).unwrap(),
+    ];
+    for req in reqs {
+        let p = parsed(req);
+        let kind = p.kind();
+        let alone = p.public_inputs().unwrap();
+        let built = p.build(Inputs).unwrap();
+        assert!(!alone.is_empty(), "{kind}: no partitions");
+        assert!(alone == built, "{kind}: the public inputs differ");
+    }
+}
+
 #[test]
 fn a_parameter_file_of_another_circuit_is_refused() {
     // A WinningPoSt parameter file where the PoRep one should be: a shape error naming the
