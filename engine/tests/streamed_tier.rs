@@ -33,6 +33,7 @@ fn streamed(chunk: u64, recorded: bool) -> ProveOptions {
             chunk,
             chunk_g2: (chunk / 2).max(64),
             resident_bases: false,
+            device_products: false,
             pinned_bases: false,
         }),
         ..ProveOptions::default()

@@ -238,45 +238,66 @@ impl PipelinedGpu {
         let log_n = n.trailing_zeros();
         let d = self.domain(log_n)?;
 
-        // 1. a, b, c: from the recording on the host, one at a time, each uploaded and freed.
+        // 1. a, b, c: on the device from the uploaded witness, the matrices streamed in row
+        //    pieces (`device_products`), or from the recording on the host, one at a time, each
+        //    uploaded and freed.
         let start = Instant::now();
         let rec = p.recorded.take();
         let mut abc: Vec<DevBuf> = Vec::with_capacity(3);
-        for m in 0..3 {
-            let host = match &rec {
-                Some(r) => {
-                    let c = r.rec.counts();
-                    if r.inputs.len() != c.inputs || r.aux.len() != c.aux {
-                        return Err(backend_err(format!(
-                            "circuit {}: a witness of {} inputs and {} aux for a recording of {} and {}",
-                            p.index,
-                            r.inputs.len(),
-                            r.aux.len(),
-                            c.inputs,
-                            c.aux
-                        )));
-                    }
-                    let mut v = r.rec.product(m, &r.inputs, &r.aux);
-                    v.resize(n, Scalar::from(0u64));
-                    v
-                }
-                None => std::mem::take(match m {
-                    0 => &mut p.a,
-                    1 => &mut p.b,
-                    _ => &mut p.c,
-                }),
-            };
-            if host.len() != n {
+        if let Some(r) = rec.as_ref() {
+            let c = r.rec.counts();
+            if r.inputs.len() != c.inputs || r.aux.len() != c.aux {
                 return Err(backend_err(format!(
-                    "circuit {}: {} evaluations for a domain of {n}",
+                    "circuit {}: a witness of {} inputs and {} aux for a recording of {} and {}",
                     p.index,
-                    host.len()
+                    r.inputs.len(),
+                    r.aux.len(),
+                    c.inputs,
+                    c.aux
                 )));
             }
-            let mut buf = cp.alloc(n * 32, "streamed a, b, c")?;
-            ring.upload(cp, &mut buf, 0, as_bytes(&host), "a, b, c")?;
-            abc.push(buf);
+            if c.rows() > n {
+                return Err(backend_err(format!(
+                    "circuit {}: {} recorded rows for a domain of {n}",
+                    p.index,
+                    c.rows()
+                )));
+            }
         }
+        match rec.as_ref() {
+            Some(r) if tier.device_products => {
+                let pieces = tier.chunk.clamp(1024, super::stream_plan::PIECE_ENTRIES);
+                abc = self.products_streamed(ring, &mut busy, r, n, pieces)?;
+            }
+            _ => {
+                for m in 0..3 {
+                    let host = match &rec {
+                        Some(r) => {
+                            let mut v = r.rec.product(m, &r.inputs, &r.aux);
+                            v.resize(n, Scalar::from(0u64));
+                            v
+                        }
+                        None => std::mem::take(match m {
+                            0 => &mut p.a,
+                            1 => &mut p.b,
+                            _ => &mut p.c,
+                        }),
+                    };
+                    if host.len() != n {
+                        return Err(backend_err(format!(
+                            "circuit {}: {} evaluations for a domain of {n}",
+                            p.index,
+                            host.len()
+                        )));
+                    }
+                    let mut buf = cp.alloc(n * 32, "streamed a, b, c")?;
+                    ring.upload(cp, &mut buf, 0, as_bytes(&host), "a, b, c")?;
+                    abc.push(buf);
+                }
+            }
+        }
+        t.step("products", start);
+        let start = Instant::now();
         // Every row's a·b = c, checked on the device (the full path's `prepare` does it on the
         // host).
         if let Some(r) = rec.as_ref().filter(|r| r.check_satisfied) {
@@ -417,6 +438,103 @@ impl PipelinedGpu {
         };
         t.span("dtoh", read_back, Instant::now());
         Ok(sums)
+    }
+
+    /// `A·w`, `B·w`, `C·w` on the device into three zero-padded buffers of `n`: the witness
+    /// uploaded, each matrix streamed in pieces of at most `piece` entries (and rows) through two
+    /// piece buffers, `spmv_rows` over each piece's rows as soon as its copy is done. The
+    /// witness is freed once the kernels are past it.
+    fn products_streamed(
+        &self,
+        ring: &mut Ring,
+        busy: &mut Busy,
+        r: &crate::prover::Recorded,
+        n: usize,
+        piece: u64,
+    ) -> Result<Vec<DevBuf>> {
+        let dev = &self.kernels;
+        let cp = &self.stream_copy;
+        let rec = &r.rec;
+        let cols = r.inputs.len() + r.aux.len();
+        let mut w = cp.alloc(32 * cols.max(1), "witness")?;
+        ring.upload(cp, &mut w, 0, as_bytes(&r.inputs), "witness inputs")?;
+        ring.upload(
+            cp,
+            &mut w,
+            32 * r.inputs.len(),
+            as_bytes(&r.aux),
+            "witness aux",
+        )?;
+        let table_host = as_bytes(rec.table());
+        let mut table = cp.alloc(table_host.len().max(32), "recorded coefficients")?;
+        ring.upload(cp, &mut table, 0, table_host, "recorded coefficients")?;
+        let bytes = 8 * (piece as usize + 1);
+        let mut ptrs = [
+            cp.alloc(bytes, "row pointers")?,
+            cp.alloc(bytes, "row pointers")?,
+        ];
+        let mut ents = [cp.alloc(bytes, "entries")?, cp.alloc(bytes, "entries")?];
+        let mut read: [Option<CudaEvent>; 2] = [None, None];
+        let mut out = Vec::with_capacity(3);
+        let mut k = 0usize;
+        for m in 0..3 {
+            let o = cp.alloc_zeroed(32 * n, "recorded products")?;
+            let rp = rec.row_ptr(m);
+            let ent = rec.entries(m);
+            let rows = rp.len().saturating_sub(1);
+            let mut lo = 0usize;
+            while lo < rows {
+                // The rows whose entries fit one piece (at least one row; a row longer than a
+                // piece is refused: no recorded circuit has one).
+                let limit = rp[lo] + piece;
+                let fits = rp[lo + 1..=rows].partition_point(|&e| e <= limit);
+                let hi = (lo + fits).min(lo + piece as usize).max(lo + 1);
+                let (e0, e1) = (rp[lo] as usize, rp[hi] as usize);
+                if e1 - e0 > piece as usize {
+                    return Err(backend_err(format!(
+                        "recorded row {lo} of matrix {m} has {} entries, more than a piece ({piece})",
+                        e1 - e0
+                    )));
+                }
+                let j = k % 2;
+                if let Some(ev) = read[j].take() {
+                    cp.stream.wait(&ev).map_err(|e| {
+                        backend_err(format!("copy stream waiting for the products: {e:?}"))
+                    })?;
+                }
+                ring.upload(cp, &mut ptrs[j], 0, as_bytes(&rp[lo..=hi]), "row pointers")?;
+                ring.upload(cp, &mut ents[j], 0, as_bytes(&ent[e0..e1]), "entries")?;
+                dev.stream.wait(&cp.mark()?).map_err(|e| {
+                    backend_err(format!("kernels waiting for a matrix piece: {e:?}"))
+                })?;
+                let k0 = dev.mark()?;
+                let count = (hi - lo) as u64;
+                // The piece's pointers are absolute: its entries' buffer is addressed as if it
+                // began at entry 0.
+                let ent_base = ents[j].ptr().wrapping_sub(8 * e0 as u64);
+                crate::gpu_launch!(
+                    dev,
+                    "spmv_rows",
+                    super::device::grid(count, 256),
+                    &o.at(32 * lo),
+                    &ptrs[j].ptr(),
+                    &ent_base,
+                    &table.ptr(),
+                    &w.ptr(),
+                    &count
+                )?;
+                let k1 = dev.mark()?;
+                busy.spans.push((k0, k1));
+                read[j] = Some(dev.mark()?);
+                lo = hi;
+                k += 1;
+            }
+            out.push(o);
+        }
+        let [p0, p1] = ptrs;
+        let [e0, e1] = ents;
+        self.free_after_kernels(vec![w, table, p0, p1, e0, e1])?;
+        Ok(out)
     }
 
     /// Frees device buffers the copy stream allocated once the kernel stream is past everything
