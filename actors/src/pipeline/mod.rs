@@ -17,6 +17,7 @@ pub mod messages;
 pub mod srs_loader;
 pub mod status;
 pub mod synth_workers;
+pub mod synthesis;
 pub mod timeline;
 pub mod turns;
 pub mod upload;

@@ -1,0 +1,390 @@
+//! Placement: a synthesized partition waits in the ready queue (priority class, then job age,
+//! then partition index), and the head goes to a GPU whose uploader is idle and that has a slot
+//! for it, once its device reservation fits that GPU's VRAM budget as the device's memory stands
+//! (a partition too large for the whole budget takes the chunked tier). With `srs_resident`, a
+//! GPU first holds the job's parameters resident ([`residency`](super::residency)).
+
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::{Arc, Weak};
+use std::time::Instant;
+
+use actix::prelude::*;
+use cuzk_engine::prover::Prepared;
+use cuzk_engine::Backend;
+use cuzk_srs::Srs;
+
+use super::{Dispatcher, Order};
+use crate::pipeline::job::{JobError, JobId};
+use crate::pipeline::messages::{ComputeDone, SetPaused, SetUploaders, Upload, UploadDone};
+use crate::pipeline::timeline::Lane;
+use crate::pipeline::upload::UploadActor;
+use crate::pipeline::work::{PartKey, Ticket};
+use crate::resources::budget::{Budget, ReservationId};
+use crate::resources::tier::{choose, Dims, Tier};
+
+/// How many recent dispatches `Status` reports (a long-running daemon must not grow without end).
+const DISPATCH_LOG: usize = 4096;
+
+/// A VRAM limit move smaller than this is applied without a log line.
+const LIMIT_LOG_STEP: u64 = 256 << 20;
+
+/// The GPU side of the dispatcher.
+pub(super) struct Placement {
+    pub(super) uploaders: Vec<Addr<UploadActor>>,
+    pub(super) uploading: Vec<bool>,
+    /// Partitions dispatched to each GPU whose compute has not ended.
+    pub(super) staged: Vec<usize>,
+    /// Which they are (for status).
+    pub(super) on_gpu: Vec<Vec<PartKey>>,
+    /// With `srs_resident`: the SRS whose bases each GPU holds, and their reservation.
+    pub(super) resident: Vec<Option<(Weak<Srs>, ReservationId, u64)>>,
+    /// How many may be: one per worker, plus one being uploaded ahead. The rest wait here, in
+    /// order, so the next partition is chosen when a slot frees, not when it was synthesized.
+    pub(super) depth: usize,
+    pub(super) vram: Vec<Budget>,
+    srs_resident: bool,
+    /// Synthesized partitions waiting for a GPU, in order.
+    pub(super) ready: BTreeSet<Order>,
+    /// The last partitions handed to uploaders, in order (at most `DISPATCH_LOG` of them).
+    pub(super) dispatch_log: VecDeque<PartKey>,
+    /// Dispatch paused (synthesis goes on).
+    pub(super) paused: bool,
+    devices: Vec<Arc<dyn Backend>>,
+    vram_reserve: u64,
+    /// A partition waits for memory other processes hold: pump again soon (no release of ours
+    /// will say when theirs is freed).
+    pub(super) memory_wait: bool,
+}
+
+/// A partition's VRAM reservation on a GPU.
+struct Reserved {
+    /// The tier the GPU's whole budget would give it.
+    whole: Tier,
+    /// The tier it takes now, and its bytes.
+    tier: Tier,
+    bytes: u64,
+    res: ReservationId,
+    /// What the GPU admitted when it was made.
+    room_now: u64,
+}
+
+impl Placement {
+    pub(super) fn new(
+        vram_capacity: &[u64],
+        srs_resident: bool,
+        workers_per_gpu: usize,
+        devices: Vec<Arc<dyn Backend>>,
+        vram_reserve: u64,
+    ) -> Placement {
+        let n = vram_capacity.len();
+        Placement {
+            uploaders: Vec::new(),
+            uploading: vec![false; n],
+            staged: vec![0; n],
+            on_gpu: vec![Vec::new(); n],
+            resident: vec![None; n],
+            depth: workers_per_gpu + 1,
+            vram: vram_capacity
+                .iter()
+                .enumerate()
+                .map(|(i, c)| Budget::new(format!("vram{i}"), *c))
+                .collect(),
+            srs_resident,
+            ready: BTreeSet::new(),
+            dispatch_log: VecDeque::new(),
+            paused: false,
+            devices,
+            vram_reserve,
+            memory_wait: false,
+        }
+    }
+
+    /// Whether `gpu`'s uploader is idle and a slot is free there.
+    fn has_slot(&self, gpu: usize) -> bool {
+        !self.uploading[gpu] && self.staged[gpu] < self.depth
+    }
+
+    /// Reads `gpu`'s memory and limits its budget to what other processes leave: total, less
+    /// what they (and the driver) hold, less the reserve. Logs when the limit moves.
+    fn refresh_vram(&mut self, gpu: usize) {
+        let Some(m) = self.devices.get(gpu).and_then(|d| d.memory()) else {
+            return;
+        };
+        let budget = &mut self.vram[gpu];
+        let usable = m
+            .total
+            .saturating_sub(m.others())
+            .saturating_sub(self.vram_reserve);
+        let limit = (usable < budget.capacity()).then_some(usable);
+        let moved = match (budget.limit(), limit) {
+            (Some(a), Some(b)) => a.abs_diff(b) >= LIMIT_LOG_STEP,
+            (a, b) => a != b,
+        };
+        if moved {
+            let l = crate::log::component("dispatcher");
+            match limit {
+                Some(l_now) => {
+                    slog::warn!(l, "other processes (or this engine's resident recordings) hold device memory: the VRAM budget admits less until they free it";
+                    "gpu" => gpu, "others_mib" => m.others() >> 20, "free_mib" => m.free >> 20,
+                    "admits_mib" => l_now >> 20, "capacity_mib" => budget.capacity() >> 20,
+                    "reserved_mib" => budget.reserved() >> 20)
+                }
+                None => {
+                    slog::info!(l, "device memory freed by other processes: the VRAM budget is back to its capacity";
+                    "gpu" => gpu, "capacity_mib" => budget.capacity() >> 20)
+                }
+            }
+        }
+        budget.set_limit(limit);
+    }
+
+    /// Whether partitions of this shape leave their MSM scalar splits to the device: every
+    /// device builds them from the witness it uploads, and would take such a partition whole
+    /// with its whole budget (the chunked tier computes on the host, which then builds them,
+    /// beyond what the partition was admitted for: logged when it happens).
+    pub(super) fn splits_on_device(&self, dims: &Dims) -> bool {
+        let resident = if self.srs_resident {
+            self.resident_need(dims)
+        } else {
+            0
+        };
+        !self.devices.is_empty()
+            && self.devices.iter().zip(&self.vram).all(|(d, v)| {
+                let room = v.capacity().saturating_sub(resident);
+                d.splits_on_device()
+                    && matches!(choose(dims, room, self.srs_resident), Some((Tier::Full, _)))
+            })
+    }
+
+    /// The room `gpu` has for a partition of `srs`: its whole budget, and what it admits now
+    /// (what the device has free, not only what the engine has reserved), each less the resident
+    /// parameters where the SRS stays resident. `None`: not now.
+    fn room(&mut self, gpu: usize, srs: &Arc<Srs>) -> Result<Option<(u64, u64)>, String> {
+        self.refresh_vram(gpu);
+        let mut room = self.vram[gpu].capacity();
+        let mut room_now = self.vram[gpu].available();
+        if self.srs_resident {
+            match self.make_resident(gpu, srs)? {
+                Some(resident) => {
+                    room -= resident;
+                    room_now = room_now.saturating_sub(resident);
+                }
+                None => return Ok(None),
+            }
+        }
+        Ok(Some((room, room_now)))
+    }
+
+    /// Reserves `gpu`'s memory for a partition of `dims` in the tier its room gives. An error
+    /// when it can never fit there; `None` when not now.
+    fn reserve(
+        &mut self,
+        gpu: usize,
+        dims: &Dims,
+        (room, room_now): (u64, u64),
+    ) -> Result<Option<Reserved>, String> {
+        // The tier the whole capacity would give; none: the partition can never fit here.
+        let Some((whole, _)) = choose(dims, room, self.srs_resident) else {
+            return Err(format!("a partition needs more device memory than GPU {gpu}'s whole budget ({} bytes), even in the chunked tier", self.vram[gpu].capacity()));
+        };
+        // While other processes hold memory, the tier is chosen by what they leave: a
+        // partition that no longer fits whole takes the chunked tier, or waits.
+        let Some((tier, bytes)) = choose(dims, room_now, self.srs_resident) else {
+            self.memory_wait = true;
+            return Ok(None);
+        };
+        let Some(res) = self.vram[gpu].try_reserve(bytes) else {
+            if self.vram[gpu].available() < self.vram[gpu].capacity() {
+                self.memory_wait = true;
+            }
+            return Ok(None);
+        };
+        Ok(Some(Reserved {
+            whole,
+            tier,
+            bytes,
+            res,
+            room_now,
+        }))
+    }
+
+    /// Hands the partition to `gpu`'s uploader and counts it there.
+    fn send(&mut self, gpu: usize, ticket: Ticket, prepared: Prepared, bytes: u64) {
+        self.uploading[gpu] = true;
+        self.staged[gpu] += 1;
+        self.on_gpu[gpu].push(ticket.key);
+        if self.dispatch_log.len() == DISPATCH_LOG {
+            self.dispatch_log.pop_front();
+        }
+        self.dispatch_log.push_back(ticket.key);
+        self.uploaders[gpu].do_send(Upload {
+            ticket,
+            prepared,
+            bytes,
+        });
+    }
+}
+
+/// Whether dispatch goes on to the next GPU.
+enum Flow {
+    Next,
+    /// The head's job was rejected: stop this round.
+    Stop,
+}
+
+impl Dispatcher {
+    /// Hands the head of the ready queue to each GPU that can take it now, in order.
+    pub(super) fn dispatch(&mut self) {
+        for gpu in 0..self.placement.uploaders.len() {
+            if !self.placement.has_slot(gpu) || self.failover.out_of_service[gpu].is_some() {
+                continue;
+            }
+            // Strict order: only the head of the ready queue may go next.
+            let Some(&order) = self.placement.ready.first() else {
+                return;
+            };
+            if let Flow::Stop = self.place(gpu, order) {
+                return;
+            }
+        }
+    }
+
+    /// Places the partition `order` on `gpu` if its reservation fits there now.
+    fn place(&mut self, gpu: usize, order: Order) -> Flow {
+        let (_, job, partition) = order;
+        let key = PartKey { job, partition };
+        let Some(srs) = self.jobs.get(&job).map(|st| st.spec_srs.clone()) else {
+            self.placement.ready.remove(&order);
+            return Flow::Next;
+        };
+        let room = match self.placement.room(gpu, &srs) {
+            Ok(Some(room)) => room,
+            Ok(None) => return Flow::Next,
+            Err(what) => return self.reject(job, what),
+        };
+        if !self.jobs.contains_key(&job) {
+            return Flow::Next;
+        }
+        let dims = Dims::of(&srs);
+        let r = match self.placement.reserve(gpu, &dims, room) {
+            Ok(Some(r)) => r,
+            Ok(None) => return Flow::Next,
+            Err(what) => return self.reject(job, what),
+        };
+        let retry_possible = self.retry_possible(gpu);
+        self.placement.ready.remove(&order);
+        let Some(st) = self.jobs.get_mut(&job) else {
+            self.placement.vram[gpu].release(r.res);
+            return Flow::Next;
+        };
+        let Some((mut prepared, since)) = st.ready.remove(&partition) else {
+            self.placement.vram[gpu].release(r.res);
+            return Flow::Next;
+        };
+        if let Tier::Chunked { chunk } = r.tier {
+            prepared.msm_chunk = Some(chunk);
+            let l = crate::log::job(job, Some(partition), &st.kind, Some(gpu));
+            chunked_notes(&l, &prepared, &dims, &r, chunk);
+        }
+        if let Some(f) = st.in_flight.get_mut(&partition) {
+            if f.failed_on.contains(&gpu) {
+                // It failed here before: leave it for another device.
+                st.ready.insert(partition, (prepared, since));
+                self.placement.ready.insert(order);
+                self.placement.vram[gpu].release(r.res);
+                return Flow::Next;
+            }
+            f.vram = Some((gpu, r.res));
+            f.gpu = Some(gpu);
+            f.copy = retry_possible.then(|| prepared.clone());
+        }
+        let now = Instant::now();
+        st.first_upload.get_or_insert(now);
+        let lane = Lane {
+            gpu: Some(gpu),
+            worker: None,
+        };
+        self.timeline.record(key, "queue", lane, since, now, 0);
+        slog::debug!(crate::log::job(job, Some(partition), &st.kind, Some(gpu)), "partition dispatched"; "bytes" => r.bytes, "tier" => format!("{:?}", r.tier));
+        let ticket = st.ticket(key);
+        self.placement.send(gpu, ticket, prepared, r.bytes);
+        Flow::Next
+    }
+
+    /// Fails the job whose partition can never be placed.
+    fn reject(&mut self, job: JobId, what: String) -> Flow {
+        self.fail(job, JobError::Rejected { job, what });
+        Flow::Stop
+    }
+}
+
+/// Logs what the chunked tier means for a partition: its MSM scalar splits are built on the
+/// host, and, where the whole budget would have taken it whole, that other processes' memory
+/// is why.
+fn chunked_notes(l: &slog::Logger, prepared: &Prepared, dims: &Dims, r: &Reserved, chunk: usize) {
+    if prepared.splits_pending() {
+        slog::info!(l,
+            "the chunked tier computes on the host: the partition's MSM scalar splits are built there, beyond its host admission";
+            "witness_mib" => dims.host_witness() >> 20, "splits_mib" => (dims.host_recorded() - dims.host_witness()) >> 20);
+    }
+    if r.whole == Tier::Full {
+        slog::info!(l,
+            "other processes hold device memory: the partition takes the chunked tier";
+            "bytes" => r.bytes, "chunk" => chunk, "admits_mib" => r.room_now >> 20);
+    }
+}
+
+impl Handler<SetUploaders> for Dispatcher {
+    type Result = ();
+    fn handle(&mut self, msg: SetUploaders, ctx: &mut Context<Self>) {
+        self.placement.uploaders = msg.0;
+        self.pump(ctx);
+    }
+}
+
+impl Handler<SetPaused> for Dispatcher {
+    type Result = ();
+    fn handle(&mut self, msg: SetPaused, ctx: &mut Context<Self>) {
+        self.placement.paused = msg.0;
+        self.pump(ctx);
+    }
+}
+
+impl Handler<UploadDone> for Dispatcher {
+    type Result = ();
+    fn handle(&mut self, msg: UploadDone, ctx: &mut Context<Self>) {
+        self.placement.uploading[msg.gpu] = false;
+        if let Some(f) = self
+            .jobs
+            .get_mut(&msg.key.job)
+            .and_then(|st| st.in_flight.get_mut(&msg.key.partition))
+        {
+            // A partition whose copy is kept for a retry keeps its host reservation.
+            if f.copy.is_none() {
+                if let Some(h) = f.host.take() {
+                    self.admission.host.release(h);
+                }
+            }
+        }
+        self.pump(ctx);
+    }
+}
+
+impl Handler<ComputeDone> for Dispatcher {
+    type Result = ();
+    fn handle(&mut self, msg: ComputeDone, ctx: &mut Context<Self>) {
+        let p = &mut self.placement;
+        p.staged[msg.gpu] = p.staged[msg.gpu].saturating_sub(1);
+        p.on_gpu[msg.gpu].retain(|k| *k != msg.key);
+        if let Some(f) = self
+            .jobs
+            .get_mut(&msg.key.job)
+            .and_then(|st| st.in_flight.get_mut(&msg.key.partition))
+        {
+            if let Some((gpu, v)) = f.vram.take() {
+                p.vram[gpu].release(v);
+            }
+        }
+        self.pump(ctx);
+    }
+}

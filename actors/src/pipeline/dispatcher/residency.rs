@@ -1,0 +1,115 @@
+//! Residency: with `srs_resident`, each GPU holds one SRS's bases (and one MSM's scratch per
+//! compute worker) under a VRAM reservation of their own, made before the first partition of
+//! that SRS goes there and swapped for another SRS only while nothing is staged on the GPU.
+//! Evicting the parameters gives that reservation back and has the GPU's UploadActor free the
+//! device copy.
+
+use std::sync::Arc;
+
+use actix::prelude::*;
+use cuzk_srs::Srs;
+
+use super::placement::Placement;
+use super::Dispatcher;
+use crate::pipeline::messages::{DropResident, EvictResident, ResidentDropped};
+use crate::resources::tier::Dims;
+
+impl Placement {
+    /// Device bytes a resident SRS of these dims reserves on a GPU: its bases and one MSM's
+    /// scratch per compute worker.
+    pub(super) fn resident_need(&self, dims: &Dims) -> u64 {
+        dims.resident((self.depth - 1).max(1))
+    }
+
+    /// Makes `srs` the SRS resident on `gpu`: its bases and one MSM's scratch are reserved there
+    /// until another SRS takes its place, which happens only when nothing is staged on the GPU.
+    /// `Some(bytes)` when resident, `None` to wait.
+    pub(super) fn make_resident(
+        &mut self,
+        gpu: usize,
+        srs: &Arc<Srs>,
+    ) -> Result<Option<u64>, String> {
+        let need = self.resident_need(&Dims::of(srs));
+        if let Some((weak, res, bytes)) = &self.resident[gpu] {
+            if weak.upgrade().is_some_and(|r| Arc::ptr_eq(&r, srs)) {
+                return Ok(Some(*bytes));
+            }
+            if self.staged[gpu] > 0 {
+                return Ok(None);
+            }
+            self.vram[gpu].release(*res);
+            self.resident[gpu] = None;
+        }
+        if need > self.vram[gpu].capacity() {
+            return Err(format!("the parameters need {need} bytes resident on GPU {gpu}, more than its whole budget ({} bytes)", self.vram[gpu].capacity()));
+        }
+        let id = self.vram[gpu].try_reserve(need);
+        if id.is_none() && self.vram[gpu].available() < self.vram[gpu].capacity() {
+            self.memory_wait = true; // other processes hold what it needs: look again soon
+        }
+        Ok(id.map(|id| {
+            self.resident[gpu] = Some((Arc::downgrade(srs), id, need));
+            need
+        }))
+    }
+
+    /// Releases `gpu`'s resident-parameter reservation and has its UploadActor free the device
+    /// copy (`Backend::evict_resident`).
+    fn drop_resident(&mut self, gpu: usize) -> Option<ResidentDropped> {
+        let (_, res, reserved) = self.resident[gpu].take()?;
+        self.vram[gpu].release(res);
+        let (tx, freed) = crossbeam_channel::bounded(1);
+        match self.uploaders.get(gpu) {
+            Some(u) => u.do_send(DropResident { reply: Some(tx) }),
+            None => {
+                let _ = tx.send(Err(format!("GPU {gpu} has no uploader")));
+            }
+        }
+        Some(ResidentDropped {
+            gpu,
+            reserved,
+            freed,
+        })
+    }
+}
+
+impl Handler<EvictResident> for Dispatcher {
+    type Result = ();
+    fn handle(&mut self, msg: EvictResident, ctx: &mut Context<Self>) {
+        let p = &mut self.placement;
+        let mut dropped = Vec::new();
+        for gpu in 0..p.resident.len() {
+            let Some((weak, _, _)) = &p.resident[gpu] else {
+                continue;
+            };
+            let holder = weak.upgrade();
+            let matches = match (&msg.srs, &holder) {
+                (_, None) => true,
+                (Some(s), Some(h)) => Arc::ptr_eq(s, h),
+                (None, Some(_)) => false,
+            };
+            if !matches {
+                continue;
+            }
+            if p.staged[gpu] > 0 || p.uploading[gpu] {
+                slog::info!(
+                    crate::log::component("dispatcher"),
+                    "resident parameters kept on GPU {} while {} partition(s) are staged there",
+                    gpu,
+                    p.staged[gpu]
+                );
+                continue;
+            }
+            if let Some(d) = p.drop_resident(gpu) {
+                dropped.push(d);
+            }
+        }
+        if !dropped.is_empty() {
+            // The budget freed may let a waiting partition go.
+            self.pump(ctx);
+        }
+        if let Some(r) = msg.reply {
+            let _ = r.send(dropped);
+        }
+    }
+}
