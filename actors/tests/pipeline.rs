@@ -514,10 +514,11 @@ fn a_resident_srs_is_reserved_once_per_gpu_and_swapped_only_when_idle() {
         assert!(st.registers > 0 && st.registers == st.unregisters, "{st:?}");
     }
 
-    // Parameters too large to be resident at all: a clear rejection.
+    // Parameters too large to be resident, and partitions too large even to stream (a budget
+    // that only misses residency streams them: see the streamed-tier test): a clear rejection.
     let (tiny, _) = engine_on(
         EngineConfig {
-            vram_budget: vec![resident / 2],
+            vram_budget: vec![1 << 20],
             srs_resident: true,
             ..EngineConfig::default()
         },
@@ -528,7 +529,11 @@ fn a_resident_srs_is_reserved_once_per_gpu_and_swapped_only_when_idle() {
         .unwrap()
         .wait()
         .unwrap_err();
-    assert!(err.to_string().contains("resident"), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("resident") && text.contains("streamed"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -1121,4 +1126,48 @@ fn a_new_shape_records_once_and_synthesis_waits_for_host_memory() {
     available.store(dims.host(), AtomicOrdering::SeqCst);
     h.wait().unwrap();
     assert_all_released(&engine, &stats);
+}
+
+#[test]
+fn a_gpu_budget_too_small_for_resident_partitions_streams_them_and_their_proofs_are_the_whole_paths(
+) {
+    use cuzk_actors::resources::tier::GpuPlan;
+    let srs = srs();
+    let d = Dims::of(&srs);
+    // Too small for the bases with one MSM's scratch and a whole partition beside them; the
+    // bases alone fit, with one partition streamed over them.
+    let resident_whole = d.resident(1) + d.device(Tier::Full, true);
+    let budget = resident_whole - 1;
+    let plan = GpuPlan::of(&d, budget, 1).expect("a streamed plan");
+    assert!(matches!(plan, GpuPlan::ResidentBases(_)), "{plan:?}");
+    let (engine, stats) = engine(EngineConfig {
+        vram_budget: vec![budget],
+        srs_resident: true,
+        ..EngineConfig::default()
+    });
+    let rs = fixed_rs(21, 3);
+    let out = engine
+        .submit(
+            JobSpec::new(srs.clone(), circuits(21, 3)).randomness(Randomness::Fixed(rs.clone())),
+        )
+        .unwrap()
+        .wait()
+        .unwrap();
+    let (r, s): (Vec<_>, Vec<_>) = rs.into_iter().unzip();
+    let direct = Prover::new(&srs, &CpuBackend::new())
+        .prove(circuits(21, 3), &r, &s)
+        .unwrap();
+    assert_eq!(out.to_bytes(), direct.to_bytes());
+    let st = engine.status().unwrap();
+    assert!(
+        st.vram[0].high_water <= budget,
+        "VRAM high water {} over the budget {budget}",
+        st.vram[0].high_water
+    );
+    assert!(
+        st.vram[0].high_water >= d.bases(),
+        "the bases were reserved"
+    );
+    drop(engine);
+    let _ = stats;
 }

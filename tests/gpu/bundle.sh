@@ -34,7 +34,7 @@ for line in sys.stdin:
     fi
 done
 cp "$cuzk" "$dir/cuzk"
-cp "$here/run-gpu-tests.sh" "$here/other-tenant.sh" "$here/start-to-ready.sh" "$here/porep-full.sh" "$dir/"
+cp "$here/run-gpu-tests.sh" "$here/other-tenant.sh" "$here/start-to-ready.sh" "$here/porep-full.sh" "$here/porep-sweep-run.sh" "$dir/"
 command -v strip >/dev/null && strip "$dir"/cuzk "$dir"/gpu_* 2>/dev/null || true
 if CUZK_KERNEL_CACHE="$dir/kcache" "$dir/cuzk" kernels build --arch 90 >/dev/null 2>&1; then
     echo "kernels prebuilt for sm_90 in $dir/kcache"

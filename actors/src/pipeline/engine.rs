@@ -262,6 +262,7 @@ impl Engine {
                             timeline: t.clone(),
                             next_seq: 0,
                             staging: None,
+                            srs_pin: None,
                             faults: f.clone(),
                         }));
                     }

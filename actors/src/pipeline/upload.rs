@@ -4,7 +4,10 @@
 //! (`Backend::staging_bytes`) gets two pinned by the HostPinner once, on first use, and reused
 //! for every partition (nothing is pinned per partition); for any other backend that stages on a
 //! device, the partition's own buffers are pinned for the upload and unpinned before they are
-//! freed.
+//! freed. A partition of the streamed tier (`Prepared::stream`) is handed on as it is (its steps
+//! upload what they need inside compute); the SRS's host bases it streams from are pinned once
+//! per parameter set (the lease kept while that SRS is streamed here), so its chunks are copied
+//! straight from them.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -40,9 +43,72 @@ pub struct UploadActor {
     pub staging: Option<StagingLease>,
     /// The fault plan (tests; inert without the `faults` feature).
     pub faults: Faults,
+    /// The SRS streamed here and the lease pinning its host bases (`None` after pinning failed:
+    /// the chunks then go through the backend's copy ring). The SRS is held while pinned, so its
+    /// memory is never freed under a registration; evicting it here (`DropResident`) or shutting
+    /// down (`UnpinStaging`) unpins first.
+    pub srs_pin: Option<(
+        Arc<cuzk_srs::Srs>,
+        Option<crate::resources::pinner::PinLease>,
+    )>,
 }
 
 impl UploadActor {
+    /// Pins `srs`'s host bases (once per parameter set; another set's pins are dropped first):
+    /// whether they are pinned. A failure is logged and costs only speed (the chunks go through
+    /// the backend's copy ring).
+    fn pin_srs(
+        &mut self,
+        srs: &Arc<cuzk_srs::Srs>,
+        key: crate::pipeline::work::PartKey,
+        lane: Lane,
+    ) -> bool {
+        if let Some((held, lease)) = &self.srs_pin {
+            if Arc::ptr_eq(held, srs) {
+                return lease.is_some();
+            }
+        }
+        self.unpin_srs();
+        let start = Instant::now();
+        use cuzk_engine::gpu::as_bytes;
+        let r = |b: &[u8]| (b.as_ptr() as usize, b.len());
+        let ranges = vec![
+            r(as_bytes(srs.h())),
+            r(as_bytes(srs.l())),
+            r(as_bytes(srs.a())),
+            r(as_bytes(srs.b_g1())),
+            r(as_bytes(srs.b_g2())),
+        ];
+        let total: usize = ranges.iter().map(|x| x.1).sum();
+        let lease = match pin_blocking(&self.pinner, ranges) {
+            Ok(l) => {
+                slog::info!(crate::log::component("upload"),
+                    "pinned the streamed parameters' host bases";
+                    "gpu" => self.gpu, "mib" => total >> 20,
+                    "ms" => start.elapsed().as_millis() as u64);
+                Some(l)
+            }
+            Err(e) => {
+                slog::warn!(crate::log::component("upload"),
+                    "the streamed parameters' host bases could not be pinned: their chunks are copied through the backend's ring (slower)";
+                    "gpu" => self.gpu, "error" => e);
+                None
+            }
+        };
+        self.timeline
+            .record(key, "pin", lane, start, Instant::now(), 0);
+        let pinned = lease.is_some();
+        self.srs_pin = Some((srs.clone(), lease));
+        pinned
+    }
+
+    /// Unpins the streamed SRS's host bases (waiting for it) and lets the SRS go.
+    fn unpin_srs(&mut self) {
+        if let Some((_srs, Some(lease))) = self.srs_pin.take() {
+            lease.unpin();
+        }
+    }
+
     /// Stages `p` through the pinned staging buffers (pinned on first use).
     fn stage_through(
         &mut self,
@@ -132,7 +198,17 @@ impl Handler<Upload> for UploadActor {
             return;
         }
         let start = Instant::now();
-        let staged = if self.backend.stages_on_device() && self.backend.staging_bytes() > 0 {
+        let mut prepared = prepared;
+        let staged = if let Some(tier) = prepared.stream.as_mut() {
+            // The streamed tier: nothing is staged ahead; its bases are read from the host.
+            if !tier.resident_bases {
+                tier.pinned_bases = self.pin_srs(&ticket.srs, key, lane);
+            }
+            let staged = Staged::on_host(prepared);
+            self.timeline
+                .record(key, "upload", lane, start, Instant::now(), 0);
+            Ok(staged)
+        } else if self.backend.stages_on_device() && self.backend.staging_bytes() > 0 {
             let staged = self.stage_through(&prepared, key, lane, start, bytes);
             drop(prepared);
             staged
@@ -198,6 +274,7 @@ impl Handler<DropResident> for UploadActor {
     type Result = ();
 
     fn handle(&mut self, msg: DropResident, _: &mut SyncContext<Self>) {
+        self.unpin_srs();
         let backend = &self.backend;
         let r = catch("evicting the resident parameters", || {
             backend.evict_resident().map_err(|e| e.to_string())
@@ -221,6 +298,7 @@ impl Handler<UnpinStaging> for UploadActor {
 
     fn handle(&mut self, msg: UnpinStaging, _: &mut SyncContext<Self>) {
         drop(self.staging.take());
+        self.unpin_srs();
         let _ = msg.reply.send(());
     }
 }

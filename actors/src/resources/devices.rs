@@ -187,7 +187,8 @@ fn trim(ctx: &cudarc::driver::CudaContext) {
 }
 
 /// `resident`: bytes the SRS keeps on each GPU when resident (bases plus one MSM's scratch), if
-/// known (it decides `auto`); `reserve`: bytes left free for the driver.
+/// known; `reserve`: bytes left free for the driver. Neither decides the backend any more: the
+/// dispatcher plans residency per GPU budget (`tier::GpuPlan`).
 fn cuda(
     residency: Residency,
     resident: Option<u64>,
@@ -195,28 +196,22 @@ fn cuda(
     gpus: &[usize],
 ) -> Result<Devices, String> {
     let ordinals = cuda_ordinals(gpus)?;
-    let first = *ordinals.first().ok_or("no CUDA GPU selected")?;
+    if ordinals.is_empty() {
+        return Err("no CUDA GPU selected".into());
+    }
     let mut backends: Vec<Arc<dyn Backend>> = Vec::new();
     let mut free = Vec::new();
     let mut names = Vec::new();
     let mut gpu_names = Vec::new();
     let mut pin_ctx = None;
-    // Decide residency from the first selected GPU's free memory (the GPUs of one host are alike).
-    let free0 = {
-        let ctx = cudarc::driver::CudaContext::new(first)
-            .map_err(|e| format!("cuCtxCreate on CUDA device {first}: {e:?}"))?;
-        // The pool keeps freed memory (an engine started before in this process may have left
-        // some): free memory is read after a trim.
-        trim(&ctx);
-        ctx.mem_get_info()
-            .map_err(|e| format!("cuMemGetInfo on CUDA device {first}: {e:?}"))?
-            .0 as u64
-    };
+    // `auto` and `device` run `PipelinedGpu`: the dispatcher decides from each GPU's budget what
+    // stays resident and which tier partitions take (`tier::GpuPlan`), down to the streamed tier
+    // of small cards. `host` keeps the plain `GpuBackend` (bases uploaded with every call).
     let staging = match residency {
-        Residency::Device => true,
+        Residency::Device | Residency::Auto => true,
         Residency::Host => false,
-        Residency::Auto => resident.is_none_or(|need| need + reserve <= free0),
     };
+    let _ = (resident, reserve);
     for (index, &i) in ordinals.iter().enumerate() {
         let (b, dev): (Arc<dyn Backend>, &GpuDevice);
         let (plain, piped);

@@ -2,18 +2,27 @@
 //!
 //! - `Full`: a, b, c and every MSM's scalars on the device at once, plus the bases unless the SRS
 //!   is resident.
-//! - `Chunked`: the small-memory tier for partitions larger than the whole budget: a, b, c staged
-//!   in halves (two of the three polynomials' worth at once), bases streamed through two
-//!   double-buffered chunks of `chunk` points.
+//! - `Chunked`: the small-memory tier of the plain `GpuBackend` (and the CPU) for partitions
+//!   larger than the whole budget: a, b, c staged in halves (two of the three polynomials' worth
+//!   at once), bases streamed through two double-buffered chunks of `chunk` points.
+//! - `Streamed`: `PipelinedGpu`'s tier for cards that hold neither the SRS nor a whole partition
+//!   beside it (16–32 GiB at 32 GiB PoRep): the steps one after another, each MSM's bases
+//!   streamed in chunks, or read where they are resident; its bytes are the backend's own plan
+//!   (`cuzk_engine::gpu::stream_plan`).
+//!
+//! [`GpuPlan::of`] decides, from a GPU's whole budget, what stays resident and which tier its
+//! partitions take.
 
 use cuzk_engine::gpu::msm::MsmPlan;
 use cuzk_engine::gpu::points::Curve;
+use cuzk_engine::gpu::stream_plan::{PartDims, StreamTier};
 use cuzk_srs::Srs;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tier {
     Full,
     Chunked { chunk: usize },
+    Streamed(StreamTier),
 }
 
 const FR: u64 = 32;
@@ -88,8 +97,30 @@ impl Dims {
         let densities = (2 * self.aux + self.a).div_ceil(8);
         self.aux * FR + densities + self.aux * FR / 16
     }
+    /// The same counts as the engine's streamed plan takes them.
+    pub fn part(&self) -> PartDims {
+        PartDims {
+            n: self.n,
+            aux: self.aux,
+            a: self.a,
+            b: self.b,
+        }
+    }
+
+    /// Host bytes of one partition that takes the streamed tier, at its peak: its witness
+    /// (`host_witness`) and, while it computes, one of `a, b, c` (built and uploaded one at a
+    /// time where the products run on the host) or the queries' scalars beside the witness (its
+    /// aux becomes `l`'s tail in place; `a` and `b` are gathered beside it, with the
+    /// one-bitmaps).
+    pub fn host_streamed(&self) -> u64 {
+        let product = self.n * FR;
+        let queries = (self.a + self.b) * FR + (self.aux + self.a + self.b).div_ceil(8);
+        self.host_witness() + product.max(queries)
+    }
+
     pub fn device(&self, tier: Tier, srs_resident: bool) -> u64 {
         match tier {
+            Tier::Streamed(t) => t.peak(&self.part()),
             Tier::Full => {
                 3 * self.n * FR
                     + self.scalars()
@@ -155,9 +186,124 @@ pub fn choose(d: &Dims, capacity: u64, srs_resident: bool) -> Option<(Tier, u64)
     Some((tier, d.device(tier, srs_resident)))
 }
 
+/// How a GPU (`PipelinedGpu`) holds an SRS under its whole budget, and the tier its
+/// partitions take. Chosen once per (SRS, budget), the first that fits:
+/// 1. `Resident`: the bases and one MSM's scratch per worker resident, partitions whole
+///    (`Tier::Full`) beside them — a large card;
+/// 2. `ResidentBases`: the bases resident without the scratch, partitions streamed one at a time
+///    over them (the scratch is counted in each step) — an 80 GB card at 32 GiB PoRep;
+/// 3. `Streamed`: nothing resident, partitions streamed with their bases — 16–32 GiB cards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpuPlan {
+    Resident,
+    ResidentBases(StreamTier),
+    Streamed(StreamTier),
+}
+
+impl GpuPlan {
+    /// The plan under `capacity` bytes with `workers` compute workers on the GPU; `None` when
+    /// not even the streamed tier's smallest chunk fits.
+    pub fn of(d: &Dims, capacity: u64, workers: usize) -> Option<GpuPlan> {
+        let resident = d.resident(workers);
+        if resident <= capacity && d.device(Tier::Full, true) <= capacity - resident {
+            return Some(GpuPlan::Resident);
+        }
+        let bases = d.bases();
+        if bases <= capacity {
+            if let Some((t, _)) = StreamTier::plan(&d.part(), capacity - bases, true) {
+                return Some(GpuPlan::ResidentBases(t));
+            }
+        }
+        StreamTier::plan(&d.part(), capacity, false).map(|(t, _)| GpuPlan::Streamed(t))
+    }
+
+    /// Device bytes the SRS holds resident under this plan.
+    pub fn resident_bytes(&self, d: &Dims, workers: usize) -> u64 {
+        match self {
+            GpuPlan::Resident => d.resident(workers),
+            GpuPlan::ResidentBases(_) => d.bases(),
+            GpuPlan::Streamed(_) => 0,
+        }
+    }
+
+    /// Whether the bases stay on the device.
+    pub fn keeps_bases(&self) -> bool {
+        !matches!(self, GpuPlan::Streamed(_))
+    }
+
+    /// The tier of a partition when `room` bytes are free beside the resident part now: the
+    /// plan's own, or the streamed tier with smaller chunks while others hold memory; `None`:
+    /// wait.
+    pub fn tier(&self, d: &Dims, room: u64) -> Option<(Tier, u64)> {
+        match self {
+            GpuPlan::Resident => {
+                let full = d.device(Tier::Full, true);
+                (full <= room).then_some((Tier::Full, full))
+            }
+            GpuPlan::ResidentBases(_) => {
+                StreamTier::plan(&d.part(), room, true).map(|(t, bytes)| (Tier::Streamed(t), bytes))
+            }
+            GpuPlan::Streamed(_) => StreamTier::plan(&d.part(), room, false)
+                .map(|(t, bytes)| (Tier::Streamed(t), bytes)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A 32 GiB PoRep partition's counts (the dense A and B counts of cuzk's seeded setup).
+    const PORE_32G: Dims = Dims {
+        n: 1 << 27,
+        aux: 130_169_893,
+        a: 129_300_000,
+        b: 33_200_000,
+    };
+    const GIB: u64 = 1 << 30;
+
+    #[test]
+    fn a_32_gib_porep_streams_on_16_24_and_32_gib_budgets_and_keeps_its_bases_on_an_80_gb_card() {
+        for budget in [16 * GIB, 24 * GIB, 32 * GIB] {
+            let cap = budget - (512 << 20);
+            let plan = GpuPlan::of(&PORE_32G, cap, 1).expect("a plan");
+            let GpuPlan::Streamed(t) = plan else {
+                panic!("{budget}: {plan:?}")
+            };
+            let (tier, bytes) = plan.tier(&PORE_32G, cap).expect("a tier");
+            assert_eq!(tier, Tier::Streamed(t));
+            assert!(bytes <= cap, "{budget}: {bytes} > {cap}");
+            assert_eq!(plan.resident_bytes(&PORE_32G, 1), 0);
+        }
+        // An H100 80GB: ~78 GiB usable.
+        let cap = 78 * GIB;
+        let plan = GpuPlan::of(&PORE_32G, cap, 1).unwrap();
+        assert!(matches!(plan, GpuPlan::ResidentBases(_)), "{plan:?}");
+        let resident = plan.resident_bytes(&PORE_32G, 1);
+        let (_, bytes) = plan.tier(&PORE_32G, cap - resident).unwrap();
+        assert!(resident + bytes <= cap);
+        // An H200: ~139 GiB, everything resident.
+        assert_eq!(
+            GpuPlan::of(&PORE_32G, 139 * GIB, 1),
+            Some(GpuPlan::Resident)
+        );
+        // Below the H step's a, b, c: nothing fits.
+        assert_eq!(GpuPlan::of(&PORE_32G, 12 * GIB, 1), None);
+    }
+
+    #[test]
+    fn while_others_hold_memory_a_streamed_partition_takes_smaller_chunks_or_waits() {
+        let cap = 32 * GIB;
+        let plan = GpuPlan::of(&PORE_32G, cap, 1).unwrap();
+        let (Tier::Streamed(whole), _) = plan.tier(&PORE_32G, cap).unwrap() else {
+            panic!()
+        };
+        let (Tier::Streamed(less), bytes) = plan.tier(&PORE_32G, 16 * GIB).unwrap() else {
+            panic!()
+        };
+        assert!(less.chunk < whole.chunk && bytes <= 16 * GIB);
+        assert_eq!(plan.tier(&PORE_32G, 10 * GIB), None);
+    }
 
     #[test]
     fn tiers() {

@@ -64,14 +64,34 @@ pub struct Args {
     /// `engine.gpus` (or of every visible GPU); on the CPU backend N CPU backends run as N devices.
     #[arg(long, value_delimiter = ',')]
     gpus_sweep: Vec<usize>,
+    /// Run everything once per VRAM budget listed, in MiB (`engine.vram_budget_mib`; 0 = the
+    /// whole card), a fresh engine each over parameters set up once.
+    #[arg(long, value_delimiter = ',')]
+    vram_sweep: Vec<u64>,
+}
+
+/// What one engine's run measured.
+struct Run {
+    ms_per_proof: f64,
+    latency_ms: f64,
+    devices_used: usize,
+    busy_each: String,
+    busy: f64,
+    sector: String,
 }
 
 /// Parameters set up into the first engine of a sweep, installed into the later ones.
 type Installed = Option<(std::sync::Arc<cuzk_srs::Srs>, PathBuf)>;
 
 pub fn run(a: Args) -> Result<()> {
+    if !a.vram_sweep.is_empty() {
+        if !a.gpus_sweep.is_empty() {
+            return Err("--vram-sweep and --gpus-sweep: one sweep at a time".into());
+        }
+        return vram_sweep(&a);
+    }
     if a.gpus_sweep.is_empty() {
-        return run_once(&a, None, &mut None).map(|_| ());
+        return run_once(&a, None, None, &mut None).map(|_| ());
     }
     let mut settings = Settings::load(a.config.as_deref())?;
     if let Some(b) = a.backend {
@@ -81,12 +101,14 @@ pub fn run(a: Args) -> Result<()> {
     let mut installed = None;
     let mut runs = Vec::new();
     for &n in &a.gpus_sweep {
-        let (ms, used, busy) = run_once(&a, Some((&sweep, n)), &mut installed)?;
+        let r = run_once(&a, Some((&sweep, n)), None, &mut installed)?;
         println!(
-            "run gpus={n} devices_used={used} s_per_proof={:.3} {busy}",
-            ms / 1e3
+            "run gpus={n} devices_used={} s_per_proof={:.3} {}",
+            r.devices_used,
+            r.ms_per_proof / 1e3,
+            r.busy_each
         );
-        runs.push((n, ms / 1e3));
+        runs.push((n, r.ms_per_proof / 1e3));
     }
     for line in crate::bench_gpus::closing_lines(&runs) {
         println!("{line}");
@@ -94,13 +116,58 @@ pub fn run(a: Args) -> Result<()> {
     Ok(())
 }
 
-/// One engine's run (on the first N devices of a sweep): the proof alone, then the stream.
-/// Returns the stream's ms per proof, the devices that computed, and their busy line.
+/// The VRAM sweep: one run per budget over the same parameters, a line each, the closing line.
+fn vram_sweep(a: &Args) -> Result<()> {
+    let mut installed = None;
+    let mut parts = Vec::new();
+    let mut peak = 0u64;
+    let mut sector = String::new();
+    for &mib in &a.vram_sweep {
+        // The peak resident set of this run alone (VmHWM restarts from the current RSS).
+        let _ = std::fs::write("/proc/self/clear_refs", "5");
+        let _ = cuzk_engine::gpu::streamed::take_transfer_stats();
+        let r = run_once(a, None, Some(mib), &mut installed)?;
+        let st = cuzk_engine::gpu::streamed::take_transfer_stats();
+        let rss = crate::common::proc_status_bytes("VmHWM:").unwrap_or(0);
+        peak = peak.max(rss);
+        let parts_n = st.partitions.max(1) as f64;
+        let exposed_ms = (st.gpu_ms - st.kernel_ms).max(0.0);
+        println!(
+            "run vram_mib={mib} s_per_proof={:.3} latency_s={:.3} gpu_busy={:.1}% \
+             streamed_partitions={} pcie_gib_per_partition={:.2} h2d_gb_s={:.1} \
+             exposed_transfer_s_per_partition={:.3} peak_rss_gib={:.1}",
+            r.ms_per_proof / 1e3,
+            r.latency_ms / 1e3,
+            r.busy * 100.0,
+            st.partitions,
+            st.h2d_bytes as f64 / parts_n / (1u64 << 30) as f64,
+            if st.gpu_ms > 0.0 {
+                st.h2d_bytes as f64 / 1e9 / (st.gpu_ms / 1e3)
+            } else {
+                0.0
+            },
+            exposed_ms / parts_n / 1e3,
+            rss as f64 / (1u64 << 30) as f64,
+        );
+        parts.push(format!("{mib}={:.1}", r.ms_per_proof));
+        sector = r.sector;
+    }
+    println!(
+        "porep_vram_sweep {} peak_rss_gib={:.1} sector={sector}",
+        parts.join(" "),
+        peak as f64 / (1u64 << 30) as f64
+    );
+    Ok(())
+}
+
+/// One engine's run (on the first N devices of a GPU sweep, or under one VRAM budget of a VRAM
+/// sweep): the proof alone, then the stream.
 fn run_once(
     a: &Args,
     gpus: Option<(&crate::bench_gpus::Sweep, usize)>,
+    vram_mib: Option<u64>,
     installed: &mut Installed,
-) -> Result<(f64, usize, String)> {
+) -> Result<Run> {
     let dir = params::dir(a.params_dir.as_deref());
     std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
     let prover_id = a
@@ -127,6 +194,9 @@ fn run_once(
     }
     if let Some((sweep, n)) = gpus {
         sweep.apply(&mut settings, n);
+    }
+    if let Some(mib) = vram_mib {
+        settings.engine.vram_budget_mib = mib;
     }
     let (engine, devices) = Engine::from_settings(&settings, None)?;
     if let Some((srs, path)) = installed.as_ref() {
@@ -173,6 +243,8 @@ fn run_once(
         }
         engine.install_srs(&path, srs.clone())?;
         *installed = Some((srs, path.clone()));
+        // The setup's and the recorder's freed memory back to the system before proving.
+        crate::heap::collect();
         println!(
             "# setup into the engine: {:.1} s ({points} G1 points and the G2 B query, seed {}, \
              on {}; {} stands for them, not written)",
@@ -275,6 +347,7 @@ fn run_once(
         .skip(first_span)
         .collect();
     let (_, _, busy) = crate::common::steady_window(&spans);
+    let busy_frac = busy;
     let ms_per_proof = wall * 1e3 / a.count.max(1) as f64;
     println!("{}", StageTotals::of(&spans).line());
     // The whole process's CPU time over the stream (synthesis, prepare, uploads, collection,
@@ -312,5 +385,12 @@ fn run_once(
     println!(
         "porep_ms_per_proof={ms_per_proof:.1} porep_latency_ms={latency_ms:.1} sector={sector}"
     );
-    Ok((ms_per_proof, used, busy_each))
+    Ok(Run {
+        ms_per_proof,
+        latency_ms,
+        devices_used: used,
+        busy_each,
+        busy: busy_frac,
+        sector,
+    })
 }

@@ -131,8 +131,11 @@ struct Admitted {
 }
 
 /// Host bytes a partition holds once prepared, by how it synthesizes.
-fn host_need(dims: &Dims, how: Synthesis, splits_on_device: bool) -> u64 {
+fn host_need(dims: &Dims, how: Synthesis, splits_on_device: bool, streams: bool) -> u64 {
     match how {
+        // A streamed partition's compute also holds one of a, b, c or the queries' scalars
+        // beside its witness.
+        Synthesis::Recorded if splits_on_device && streams => dims.host_streamed(),
         Synthesis::Recorded if splits_on_device => dims.host_witness(),
         Synthesis::Recorded => dims.host_recorded(),
         Synthesis::Unrecorded { .. } | Synthesis::Full => dims.host(),
@@ -177,7 +180,8 @@ impl Dispatcher {
         }
         let dims = Dims::of(&st.spec_srs);
         let splits_on_device = self.placement.splits_on_device(&dims);
-        let need = host_need(&dims, how, splits_on_device);
+        let streams = self.placement.streams(&dims);
+        let need = host_need(&dims, how, splits_on_device, streams);
         if let Some(m) = mem {
             match self.admission.machine_room(need, m) {
                 Room::Fits => {}

@@ -20,7 +20,7 @@ use crate::pipeline::timeline::Lane;
 use crate::pipeline::upload::UploadActor;
 use crate::pipeline::work::{PartKey, Ticket};
 use crate::resources::budget::{Budget, ReservationId};
-use crate::resources::tier::{choose, Dims, Tier};
+use crate::resources::tier::{choose, Dims, GpuPlan, Tier};
 
 /// How many recent dispatches `Status` reports (a long-running daemon must not grow without end).
 const DISPATCH_LOG: usize = 4096;
@@ -54,6 +54,8 @@ pub(super) struct Placement {
     /// A partition waits for memory other processes hold: pump again soon (no release of ours
     /// will say when theirs is freed).
     pub(super) memory_wait: bool,
+    /// GPUs whose first streamed partition was logged.
+    streamed_logged: std::collections::HashSet<usize>,
 }
 
 /// A partition's VRAM reservation on a GPU.
@@ -96,6 +98,7 @@ impl Placement {
             devices,
             vram_reserve,
             memory_wait: false,
+            streamed_logged: Default::default(),
         }
     }
 
@@ -139,20 +142,42 @@ impl Placement {
     }
 
     /// Whether partitions of this shape leave their MSM scalar splits to the device: every
-    /// device builds them from the witness it uploads, and would take such a partition whole
-    /// with its whole budget (the chunked tier computes on the host, which then builds them,
-    /// beyond what the partition was admitted for: logged when it happens).
+    /// device builds them (a GPU pipeline from the witness it uploads in the whole tier, or from
+    /// the witness on the host while the H-MSM runs in the streamed one; a plain backend only
+    /// if it would take such a partition whole: its chunked tier computes on the host, which
+    /// then builds them beyond what the partition was admitted for, logged when it happens).
     pub(super) fn splits_on_device(&self, dims: &Dims) -> bool {
-        let resident = if self.srs_resident {
-            self.resident_need(dims)
-        } else {
-            0
-        };
         !self.devices.is_empty()
-            && self.devices.iter().zip(&self.vram).all(|(d, v)| {
-                let room = v.capacity().saturating_sub(resident);
+            && self.devices.iter().enumerate().all(|(g, d)| {
                 d.splits_on_device()
-                    && matches!(choose(dims, room, self.srs_resident), Some((Tier::Full, _)))
+                    && if self.srs_resident {
+                        self.gpu_plan(g, dims).is_some()
+                    } else {
+                        let room = self.vram[g].capacity();
+                        matches!(choose(dims, room, false), Some((Tier::Full, _)))
+                    }
+            })
+    }
+
+    /// Compute workers per GPU (each may hold one MSM's scratch beside a resident SRS).
+    pub(super) fn workers(&self) -> usize {
+        (self.depth - 1).max(1)
+    }
+
+    /// How `gpu` holds parameters of these dims under its whole budget (a GPU pipeline).
+    pub(super) fn gpu_plan(&self, gpu: usize, dims: &Dims) -> Option<GpuPlan> {
+        GpuPlan::of(dims, self.vram.get(gpu)?.capacity(), self.workers())
+    }
+
+    /// Whether partitions of these dims take the streamed tier on some GPU (their compute then
+    /// holds more host memory beside the witness: `Dims::host_streamed`).
+    pub(super) fn streams(&self, dims: &Dims) -> bool {
+        self.srs_resident
+            && (0..self.vram.len()).any(|g| {
+                matches!(
+                    self.gpu_plan(g, dims),
+                    Some(GpuPlan::ResidentBases(_) | GpuPlan::Streamed(_))
+                )
             })
     }
 
@@ -183,13 +208,24 @@ impl Placement {
         dims: &Dims,
         (room, room_now): (u64, u64),
     ) -> Result<Option<Reserved>, String> {
-        // The tier the whole capacity would give; none: the partition can never fit here.
-        let Some((whole, _)) = choose(dims, room, self.srs_resident) else {
-            return Err(format!("a partition needs more device memory than GPU {gpu}'s whole budget ({} bytes), even in the chunked tier", self.vram[gpu].capacity()));
+        // The tier the whole capacity would give (none: the partition can never fit here), and
+        // the one what others leave now gives (none: wait). A GPU pipeline plans from its
+        // whole budget (`GpuPlan`): resident and whole, or streamed.
+        let (whole, now) = if self.srs_resident {
+            let plan = self.gpu_plan(gpu, dims);
+            (
+                plan.and_then(|p| p.tier(dims, room)),
+                plan.and_then(|p| p.tier(dims, room_now)),
+            )
+        } else {
+            (choose(dims, room, false), choose(dims, room_now, false))
+        };
+        let Some((whole, _)) = whole else {
+            return Err(format!("a partition needs more device memory than GPU {gpu}'s whole budget ({} bytes): the parameters cannot be resident, and even the streamed (or chunked) tier needs more", self.vram[gpu].capacity()));
         };
         // While other processes hold memory, the tier is chosen by what they leave: a
-        // partition that no longer fits whole takes the chunked tier, or waits.
-        let Some((tier, bytes)) = choose(dims, room_now, self.srs_resident) else {
+        // partition that no longer fits whole takes a smaller tier, or waits.
+        let Some((tier, bytes)) = now else {
             self.memory_wait = true;
             return Ok(None);
         };
@@ -281,6 +317,16 @@ impl Dispatcher {
             self.placement.vram[gpu].release(r.res);
             return Flow::Next;
         };
+        if let Tier::Streamed(t) = r.tier {
+            prepared.stream = Some(t);
+            if self.placement.streamed_logged.insert(gpu) {
+                slog::info!(crate::log::job(job, Some(partition), &st.kind, Some(gpu)),
+                    "partitions take the streamed tier: the steps one after another, the bases streamed in chunks or read where resident";
+                    "device_bytes" => r.bytes, "chunk" => t.chunk, "resident_bases" => t.resident_bases,
+                    "device_products" => t.device_products,
+                    "budget_mib" => self.placement.vram[gpu].capacity() >> 20);
+            }
+        }
         if let Tier::Chunked { chunk } = r.tier {
             prepared.msm_chunk = Some(chunk);
             let l = crate::log::job(job, Some(partition), &st.kind, Some(gpu));

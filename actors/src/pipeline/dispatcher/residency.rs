@@ -1,5 +1,6 @@
-//! Residency: with `srs_resident`, each GPU holds one SRS's bases (and one MSM's scratch per
-//! compute worker) under a VRAM reservation of their own, made before the first partition of
+//! Residency: with `srs_resident` (a GPU pipeline), each GPU holds one SRS's bases (and one MSM's
+//! scratch per compute worker; or the bases alone, or nothing, where its budget streams the
+//! partitions: `tier::GpuPlan`) under a VRAM reservation of their own, made before the first partition of
 //! that SRS goes there and swapped for another SRS only while nothing is staged on the GPU.
 //! Evicting the parameters gives that reservation back and has the GPU's UploadActor free the
 //! device copy.
@@ -15,10 +16,14 @@ use crate::pipeline::messages::{DropResident, EvictResident, ResidentDropped};
 use crate::resources::tier::Dims;
 
 impl Placement {
-    /// Device bytes a resident SRS of these dims reserves on a GPU: its bases and one MSM's
-    /// scratch per compute worker.
-    pub(super) fn resident_need(&self, dims: &Dims) -> u64 {
-        dims.resident((self.depth - 1).max(1))
+    /// Device bytes parameters of these dims keep resident on `gpu`, as its plan says
+    /// (`GpuPlan::resident_bytes`: the bases and one MSM's scratch per compute worker, the bases
+    /// alone, or nothing); without a plan, what full residency needs (then refused).
+    pub(super) fn resident_need(&self, gpu: usize, dims: &Dims) -> u64 {
+        match self.gpu_plan(gpu, dims) {
+            Some(p) => p.resident_bytes(dims, self.workers()),
+            None => dims.resident(self.workers()),
+        }
     }
 
     /// Makes `srs` the SRS resident on `gpu`: its bases and one MSM's scratch are reserved there
@@ -29,7 +34,7 @@ impl Placement {
         gpu: usize,
         srs: &Arc<Srs>,
     ) -> Result<Option<u64>, String> {
-        let need = self.resident_need(&Dims::of(srs));
+        let need = self.resident_need(gpu, &Dims::of(srs));
         if let Some((weak, res, bytes)) = &self.resident[gpu] {
             if weak.upgrade().is_some_and(|r| Arc::ptr_eq(&r, srs)) {
                 return Ok(Some(*bytes));
@@ -41,7 +46,7 @@ impl Placement {
             self.resident[gpu] = None;
         }
         if need > self.vram[gpu].capacity() {
-            return Err(format!("the parameters need {need} bytes resident on GPU {gpu}, more than its whole budget ({} bytes)", self.vram[gpu].capacity()));
+            return Err(format!("the parameters need {need} bytes resident on GPU {gpu}, more than its whole budget ({} bytes), and even the streamed tier needs more than the budget", self.vram[gpu].capacity()));
         }
         let id = self.vram[gpu].try_reserve(need);
         if id.is_none() && self.vram[gpu].available() < self.vram[gpu].capacity() {
