@@ -13,8 +13,6 @@
 //! [`GpuPlan::of`] decides, from a GPU's whole budget, what stays resident and which tier its
 //! partitions take.
 
-use cuzk_engine::gpu::msm::MsmPlan;
-use cuzk_engine::gpu::points::Curve;
 use cuzk_engine::gpu::stream_plan::{PartDims, StreamTier};
 use cuzk_srs::Srs;
 
@@ -144,12 +142,9 @@ impl Dims {
     }
 }
 
-/// Device scratch of the CUDA backend's largest MSM over `g1` G1 points or `g2` G2 points.
-pub fn msm_scratch(g1: u64, g2: u64) -> u64 {
-    MsmPlan::new(g1, Curve::G1)
-        .scratch_bytes()
-        .max(MsmPlan::new(g2, Curve::G2).scratch_bytes())
-}
+/// Device scratch of the CUDA backend's largest MSM over `g1` G1 points or `g2` G2 points, as
+/// the backend plans it.
+pub use cuzk_engine::gpu::stream_plan::msm_scratch;
 
 /// The tier a partition takes under a budget of `capacity` bytes: `Full` if it could ever fit,
 /// else `Chunked` with the largest chunk (≥ 256 points) that fits; `None` if nothing fits.

@@ -83,6 +83,14 @@ pub fn domain_bytes(n: u64) -> u64 {
     (n / 2).max(1) * FR + tables + FR
 }
 
+/// Device scratch of the CUDA backend's largest MSM over `g1` G1 points or `g2` G2 points (the
+/// pipeline's budgets ask the backend for it rather than planning MSMs themselves).
+pub fn msm_scratch(g1: u64, g2: u64) -> u64 {
+    MsmPlan::new(g1, Curve::G1)
+        .scratch_bytes()
+        .max(MsmPlan::new(g2, Curve::G2).scratch_bytes())
+}
+
 impl StreamTier {
     /// The steps in order with their live device bytes.
     pub fn phases(&self, d: &PartDims) -> Vec<Phase> {
