@@ -2,6 +2,13 @@
 //!
 //! The prover (`prover.rs`) owns the math around these steps — synthesis, density filtering, the
 //! 0/1 split of scalars, assembly with `r, s` — and never changes with the backend below it.
+//!
+//! Beside the heavy steps (`compute_h`, `msm_g1`, `msm_g2`, `batch_add_g1`, `batch_add_g2`), the
+//! cut the pipeline drives, one stage per actor: `stage` / `stage_through` (upload, through the
+//! caller's pinned staging buffers: [`copy_through`]), `compute` / `compute_then` (tells the
+//! caller when the next partition may start), `collect`; and `evict_resident` and `memory` for
+//! the VRAM budget. The defaults run everything on the host. [`COPY_PIECE`] says how host→device
+//! copies are split.
 
 use std::any::Any;
 use std::time::Instant;

@@ -1,5 +1,6 @@
 //! The CPU backend: rayon FFTs, blst's Pippenger for the MSMs and blst's batched affine addition.
-//! It is the reference every other backend is tested against.
+//! It is the reference every other backend is tested against. FFT domains are computed once per
+//! size and kept.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -1,9 +1,16 @@
-//! The Groth16 prover, in bellperson's exact conventions (DESIGN.md §2), over any [`Backend`].
+//! The Groth16 prover, in bellperson's exact conventions (`synth.rs` lists them), over any
+//! [`Backend`].
 //!
 //! One partition goes through four steps, each a public function so that a pipeline can run them
 //! on different actors: [`prepare`] (shape and satisfiability checks, the MSM scalar vectors, the
 //! 0/1 split), [`compute`] (H and the MSMs on the backend), [`assemble`] (the proof from the sums
 //! and `r, s`) and [`verify`](crate::verify).
+//!
+//! `prepare` builds the dense scalar vectors at their exact sizes. On the recorded path (the
+//! default, `ProveOptions::recorded`) it leaves `a, b, c` empty for the backend, and the MSM
+//! scalar splits too where `ProveOptions::splits_on_device` says the backend builds them from
+//! the witness (a GPU that stages on the device; a host backend in
+//! [`Prepared::complete_on_host`]); otherwise the splits are built on the synthesis thread.
 //!
 //! ```text
 //! A = α + Σa + r·δ                                   (G1)

@@ -6,7 +6,8 @@
 //! seed — but with table-driven fixed-base multiplication (`fixed_base.rs`), several times
 //! faster; that is what makes a 2^22 setup practical. On a GPU ([`SetupOn::Gpu`]) the same
 //! tables multiply on the device (`gpu/fixed_base.rs`), which is what makes a 2^27 setup take
-//! minutes; the points are the same either way.
+//! minutes; the points are the same either way. [`ensure_params`] writes a file only where none
+//! exists; [`open_or_generate`] opens one, generating it first if it is absent.
 
 use std::path::Path;
 use std::sync::Arc;

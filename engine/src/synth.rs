@@ -7,8 +7,9 @@
 //!
 //! bellperson's own `ProvingAssignment` is private, so this is ours. It keeps everything in flat
 //! vectors, reserved up front when the caller knows the shape (the partitions of one proof do).
-//! A pre-compiled path (R1CS recorded once, witness-only synthesis, `a, b, c` by sparse
-//! matrix–vector products) would produce the same `Assignment`; nothing downstream changes.
+//! [`synthesize_batch`] synthesizes a job's partitions in parallel (rayon). The recorded path
+//! (`recorded/`: R1CS recorded once, witness-only synthesis, `a, b, c` by sparse matrix–vector
+//! products) produces the same `Assignment`; nothing downstream changes.
 
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;

@@ -1,6 +1,11 @@
 //! Parameter files: where a node keeps them, which file a registered proof needs, the
 //! verifying-key file filecoin-proofs' verifiers read beside it, and — for development and
 //! tests only — a local seeded setup in the standard format (not the production MPC parameters).
+//!
+//! [`dir`] follows filecoin-proofs' rule (`FIL_PROOFS_PARAMETER_CACHE`); [`locate`] names the
+//! expected file and directory when it is missing; [`ensure_vk`] writes the `.vk` the verifiers
+//! read; [`generate`] / [`generate_on`] run cuzk's seeded setup into the standard names, and
+//! [`generate_in_memory`] writes only the `.vk` and keeps the parameters in memory.
 
 use std::path::{Path, PathBuf};
 

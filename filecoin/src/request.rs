@@ -1,6 +1,12 @@
 //! A proof request as it travels (bytes a node produced, nothing parsed yet), and its parsed
 //! form. The wire form is what the daemon's control frames and the library's job type carry.
 //! A parsed request goes to its kind's [`Compound`].
+//!
+//! [`ProofRequest::parse`] reads the inputs (errors name what is malformed); bincode inputs are
+//! decoded as filecoin-proofs-api writes them, trailing bytes refused and allocation bounded by
+//! the input's length. [`Parsed::build`] and [`Parsed::public_inputs`] catch a panic inside
+//! filecoin-proofs and report it as an error. [`prover_id_of_miner`] and [`hex32`] read the ids
+//! and commitments clients send.
 
 use blstrs::Scalar;
 use serde::{Deserialize, Serialize};

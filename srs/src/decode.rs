@@ -1,4 +1,5 @@
-//! Parallel decoding of point sections into the in-memory blst/blstrs layout.
+//! Parallel decoding of point sections into the in-memory blst/blstrs layout. A failure reports
+//! the lowest-indexed bad point, so the error is the same however the work was split.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -6,6 +6,8 @@
 //! u32 n_a | a[n_a] | u32 n_b1 | b_g1[n_b1] | u32 n_b2 | b_g2[n_b2]
 //! ```
 //! Counts are big-endian `u32`; G1 points are 96 bytes, G2 points 192 bytes, uncompressed.
+//! [`Layout::parse`] walks the counts and checks that every section fits, `n_b1 == n_b2`,
+//! `n_h + 1` is a power of two and nothing trails; no point is touched before it passes.
 
 use std::path::Path;
 

@@ -1,4 +1,11 @@
-//! `Srs`: an opened parameter file, with typed zero-copy views of its sections.
+//! `Srs`: an opened parameter file, with typed zero-copy views of its sections (`h() l() a()
+//! b_g1() b_g2() vk()`).
+//!
+//! [`Srs::open`] validates the layout, decodes the verifying key, and maps the proving sections
+//! from the decode cache: a matching cache is mapped as it is, a missing or stale one rebuilt
+//! first, and where no cache can be written the points are decoded into memory ([`Origin`] says
+//! which). [`Srs::from_parameters`] and [`Srs::from_owned`] hold parameters built in memory (a
+//! setup); [`inspect`] reports a file's layout and cache state without decoding it.
 
 use std::fs::File;
 use std::ops::Range;

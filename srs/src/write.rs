@@ -1,4 +1,5 @@
-//! Writing parameter files in the Filecoin format (readable by bellperson's `Parameters::read`).
+//! Writing parameter files in the Filecoin format (readable by bellperson's `Parameters::read`):
+//! the bytes are bellperson's own `Parameters::write`'s, written to a temporary file and renamed.
 
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};

@@ -1,6 +1,13 @@
 //! The engine service: starts the actors on an actix system in a thread of its own and gives the
 //! embedding process a plain, thread-safe handle (submit, await/poll/cancel, status, SRS preload
 //! and evict, pause, shutdown).
+//!
+//! [`Engine::start`] takes one backend per device; [`Engine::start_on`] the devices
+//! `resources::devices` opened (the daemon's `Engine::from_settings` opens them from its
+//! settings). [`Engine::evict_srs_freed`] also drops the parameters' residency on every GPU
+//! where nothing is staged and says what was freed ([`Evicted`]); [`Engine::install_srs`] puts a set built in memory where its
+//! file would be. [`Engine::shutdown`] answers every live job, waits for the running stages, and
+//! has each UploadActor unpin its staging buffers before the actors stop.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,5 +1,7 @@
 //! Jobs: what a caller submits (partition circuits sharing one SRS, a priority, randomness) and
-//! the handle through which it awaits, polls or cancels the result.
+//! the handle through which it awaits, polls or cancels the result. A job's [`Synthesis`] probe
+//! tells the dispatcher, as each partition is about to start, whether it synthesizes
+//! witness-only from a held recording, must record its shape first, or runs in full.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

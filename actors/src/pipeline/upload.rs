@@ -8,6 +8,10 @@
 //! upload what they need inside compute); the SRS's host bases it streams from are pinned once
 //! per parameter set (the lease kept while that SRS is streamed here), so its chunks are copied
 //! straight from them.
+//!
+//! `DropResident` runs the backend's `evict_resident` on this GPU's own uploader thread (the
+//! resident bases freed after the kernel stream); `UnpinStaging`, at shutdown, unpins the
+//! staging buffers.
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -1,7 +1,8 @@
 //! The host's memory as synthesis admission sees it. Before a partition starts synthesizing, the
 //! dispatcher reads what the machine has available now, so that what the parameters, the
 //! recordings, other processes and our own finished partitions hold is counted as it really is,
-//! not as a configured number guessed it.
+//! not as a configured number guessed it. The readings come from `/proc/meminfo`
+//! (`MemAvailable`), or from a test.
 
 use std::sync::Arc;
 

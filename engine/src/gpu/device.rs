@@ -1,4 +1,10 @@
 //! Device detection, context and stream, and the loaded kernel modules.
+//!
+//! Host threads sleep on the driver while they wait for a GPU (`CU_CTX_SCHED_BLOCKING_SYNC`,
+//! waited-on events `CU_EVENT_BLOCKING_SYNC`), so a waiting thread leaves its core to synthesis;
+//! `engine.gpu_wait = "spin"` leaves the driver's choice. Device-timed steps are
+//! placed on the host clock by [`GpuDevice::host_time`], from an event taken when the device
+//! opens.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

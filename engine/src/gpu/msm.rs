@@ -1,5 +1,18 @@
 //! Pippenger MSM on the device (see cuda-src/msm.cu for the kernel steps); the windows are
 //! combined on the host.
+//!
+//! [`MsmPlan`] is the one plan of an MSM: the window size from a cost model fitted to measured
+//! phase times ([`window_bits`]; [`MsmPlan::sparse`] a narrower one for scalars of which at most
+//! `live` are nonzero, the witness tails, never with more scratch than the dense plan), each
+//! window's nonzero digits in equal shares over the accumulation threads (on a device, whole
+//! waves of the accumulation kernel's resident threads: [`MsmPlan::on`]),
+//! [`MsmPlan::scratch_bytes`] (what the VRAM budget reserves) and [`MsmPlan::steps`] (the
+//! launches in order): the sort in window groups whose counters fit in L2 (in two passes, coarse
+//! bins then buckets, where a group's bucket-run tails would not), the accumulation (G1 in
+//! lockstep blocks whose warps share the instruction cache), a bucket's partials from later
+//! shares summed in a tree before the fix-up, the buckets reduced in segments and the segments
+//! in pair rounds to one sum per window. [`QueuedMsm`] is an MSM queued on a stream, its window
+//! sums read once the stream is past it.
 
 use blstrs::{G1Projective, G2Projective};
 use group::Group;

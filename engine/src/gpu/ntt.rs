@@ -4,7 +4,9 @@
 //! global table at each butterfly) and `ntt_pass_v2` (twiddles staged in shared memory, radix 8,
 //! conflict-free shared memory; see cuda-src/ntt.cu). [`ntt_in_place`] runs the one
 //! [`NttKernel::for_size`] picks (v2 from 2^24 up unless `CUZK_NTT_KERNEL` forces one); the
-//! `_with` functions take the kernel explicitly.
+//! `_with` functions take the kernel explicitly. [`pass_launches`] is the one launch plan (what
+//! the device queues and what the host emulation of the kernels runs); `model` is a host model
+//! of v2's index and twiddle mapping, checked in `tests`.
 
 use std::sync::OnceLock;
 

@@ -16,7 +16,12 @@
 //!   partition's (never beside them), and the caller may queue the next partition while they run;
 //! - `collect` (the MsmCollector's thread) waits for the partition's last kernel, reads the sums
 //!   back on a stream of its own while the GPU goes on with the next partition, combines them,
-//!   and only then frees the partition's device memory.
+//!   places the device-timed steps on the host clock (`GpuDevice::host_time`), and only then
+//!   frees the partition's device memory;
+//! - a partition of the streamed tier (`Prepared::stream`) runs `compute_streamed`
+//!   (`streamed.rs`) instead;
+//! - `evict_resident` frees the resident bases (their own pool, `OwnPool`) after the kernel
+//!   stream, then trims the default pool.
 //!
 //! The heavy steps one by one (`compute_h`, `msm_g1`, …) are the plain `GpuBackend`'s.
 

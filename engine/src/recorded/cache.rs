@@ -6,7 +6,9 @@
 //! No lock is held while a circuit is synthesized or a file is hashed (both may run rayon work,
 //! and a rayon thread that blocks on a lock held further down its own stack deadlocks): the
 //! partitions of a first batch that find no recording yet each record their own, and the first
-//! to finish keeps its recording and writes the file.
+//! to finish keeps its recording and writes the file. A file found damaged or stale is recorded
+//! again, with a log line. [`synthesize_default`] is one partition on the process-wide cache (the
+//! engine's path); [`build_file`] writes a shape's file ahead of its first proof.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -1,7 +1,9 @@
 //! A recording on disk, beside the parameters' decode cache, and the binding of a recording to
 //! its parameter file. The file is written to a temporary name and renamed into place (never
 //! half written), and mmap'd on the next open; the image is checked against the shape hash in
-//! the header, so a flipped byte or a truncation is found.
+//! the header, so a flipped byte or a truncation is found. [`open_for`] refuses (naming why) a
+//! file that is missing, damaged, stale or made for other parameters
+//! (`EngineError::RecordingParams`).
 //!
 //! ```text
 //! 0    b"CUZKREC1"

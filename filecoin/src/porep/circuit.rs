@@ -7,7 +7,9 @@
 //! system is the one the parameters were made for: the recording made from filecoin-proofs' own
 //! blank circuit is the recording of this one (`tests/kinds.rs`), a proof's assignment equals the
 //! original's value for value, and the recorded path's sampled rows, its periodic full synthesis
-//! and self-verification keep checking it.
+//! and self-verification keep checking it. [`ChallengeInputs`] are a challenge's private inputs,
+//! read from the vanilla proof; `comm_d_inclusion` re-cuts `PoRCircuit`'s binary SHA-256 path on
+//! `sha256_lean`.
 
 use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
 use bellperson::gadgets::{multipack, num::AllocatedNum, uint32::UInt32};

@@ -4,7 +4,9 @@
 //!
 //! The partition circuit proved is cuzk's cut of filecoin-proofs' (`circuit.rs`, its SHA-256
 //! `sha256_lean/`), its witness synthesized a challenge per thread (`witness.rs`); `recording.rs`
-//! records it from the blank circuit ahead of the first proof.
+//! records it from the blank circuit ahead of the first proof. [`PoRepInput::build_reference`]
+//! hands over filecoin-proofs' own circuits instead, what cuzk's cut is checked and measured
+//! against.
 
 pub mod circuit;
 mod recording;

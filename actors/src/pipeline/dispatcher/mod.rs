@@ -7,7 +7,8 @@
 //!   others of that shape wait for it and then synthesize witness-only.
 //! - Dispatch: a synthesized partition waits in the ready queue, ordered by priority class, then
 //!   job age, then partition index. The head goes to a GPU whose uploader is idle once its device
-//!   reservation fits (a partition too large for the whole budget takes the chunked tier).
+//!   reservation fits (a partition too large for the whole budget takes a smaller tier: the
+//!   chunked one, or on a GPU pipeline the streamed one).
 //! - Reservations are released as stages end (host after upload, device after compute) or when a
 //!   cancelled partition is dropped; a job's result is assembled in partition order.
 //!

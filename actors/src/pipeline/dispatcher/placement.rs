@@ -1,8 +1,16 @@
 //! Placement: a synthesized partition waits in the ready queue (priority class, then job age,
-//! then partition index), and the head goes to a GPU whose uploader is idle and that has a slot
-//! for it, once its device reservation fits that GPU's VRAM budget as the device's memory stands
-//! (a partition too large for the whole budget takes the chunked tier). With `srs_resident`, a
-//! GPU first holds the job's parameters resident ([`residency`](super::residency)).
+//! then partition index; only the head may go next), and the head goes to a GPU whose uploader
+//! is idle and that has a slot for it (at most compute workers + 1 partitions staged per GPU, so
+//! the order is decided when a slot frees), once its device reservation fits that GPU's VRAM
+//! budget as the device's memory stands. With `srs_resident`, a GPU first holds the job's
+//! parameters resident ([`residency`](super::residency)).
+//!
+//! Before each reservation `refresh_vram` reads the device's memory (`Backend::memory`): while
+//! other processes hold some, the budget admits at most total − others − `engine.vram_reserve_mib`.
+//! The tier is chosen by what that leaves: a partition that no longer fits whole takes a smaller
+//! tier (the chunked one; on a GPU pipeline, the plan `tier::GpuPlan` makes from the GPU's whole
+//! budget), one that fits in none now waits (looked at again every 100 ms), and only one that
+//! cannot fit the whole budget in any tier is rejected.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::{Arc, Weak};
