@@ -17,7 +17,7 @@
 //!    `b_g2`.
 //!
 //! Every figure here is computed, never measured by allocating: the dispatcher reserves
-//! [`StreamPlan::peak`] before the partition starts, and `tests` check the plan at 2^27 sizes.
+//! [`StreamTier::peak`] before the partition starts, and `tests` check the plan at 2^27 sizes.
 
 use super::msm::MsmPlan;
 use super::points::Curve;
