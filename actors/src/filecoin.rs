@@ -2,6 +2,11 @@
 //! pipeline produced) becomes a [`JobSpec`] over the partition circuits filecoin-proofs builds,
 //! against the standard parameter file, with its partitions' public inputs checked against
 //! filecoin-proofs' `generate_public_inputs`, and a priority by kind.
+//!
+//! At the crate's top level, beside the three rooms: it is a client of the pipeline (an
+//! [`Engine`] and the [`JobSpec`]s it builds), not part of it (the pipeline proves any circuit),
+//! and not the daemon's alone (an embedder proves Filecoin kinds without a daemon; the control
+//! socket and the gRPC service use it too).
 
 use std::path::PathBuf;
 use std::sync::Arc;

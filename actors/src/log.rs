@@ -4,6 +4,9 @@
 //! cuzk-engine writes its diagnostics through the `log` facade; [`bridge`] (called by
 //! `Engine::start`, unless the embedding program installed a `log` logger of its own) forwards
 //! them here with `component = engine` and their target.
+//!
+//! At the crate's top level, beside the three rooms, because all of them log through it and it
+//! needs none of them.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};

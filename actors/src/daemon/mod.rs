@@ -3,7 +3,7 @@
 //! socket and the gRPC service Curio speaks.
 //!
 //! The daemon uses the [`pipeline`](crate::pipeline) and the [`resources`](crate::resources);
-//! neither of them imports anything from here.
+//! neither of them imports anything from here (`actors/tests/rooms.rs` checks it).
 
 pub mod control;
 #[cfg(feature = "grpc")]

@@ -8,6 +8,10 @@
 //! their stages; [`backend::Faulty`] wraps a real backend and calls it inside each backend call,
 //! knowing the partition from [`scope`]. An engine started by `Engine::start_with_faults` runs
 //! the real pipeline with the plan.
+//!
+//! At the crate's top level, beside the three rooms: a test harness that reaches across them
+//! (the pipeline's stages consult it, and it wraps the engine's backends), compiled out of
+//! production builds, with an API the tests import as `cuzk_actors::fault`.
 
 #[cfg(feature = "faults")]
 pub mod backend;

@@ -1,24 +1,28 @@
-//! The pipeline: the actix runtime that turns jobs into proofs. The [`Engine`](engine::Engine)
+//! The pipeline: the actix runtime that turns jobs into proofs. The [`Engine`](crate::Engine)
 //! starts the actors and is the embedder's handle; the dispatcher admits partitions to synthesis
-//! (host budget) and places them on GPUs (VRAM budget); the SrsLoader owns the parameter files;
-//! per GPU, the UploadActor, the ComputeActors and the MsmCollector run a partition's stages;
-//! [`messages`] is everything they say to each other; the timeline records every stage.
+//! (host budget), runs their synthesis on the synthesis workers and places them on GPUs (VRAM
+//! budget, tier, residency, failover); the SrsLoader owns the parameter files; per GPU, the
+//! UploadActor, the ComputeActors and the MsmCollector run a partition's stages. `messages.rs`
+//! is everything they say to each other; the [`timeline`] records every stage; [`status`] is
+//! what the engine reports of itself.
 //!
 //! It uses [`resources`](crate::resources) (the budgets, tiers, pinning and devices it owns) and
-//! never the [`daemon`](crate::daemon), which serves it: `EngineConfig` is what the engine takes;
-//! turning a configuration file into one is the daemon's business.
+//! never the [`daemon`](crate::daemon), which serves it: [`EngineConfig`](crate::EngineConfig) is
+//! what the engine takes; turning a configuration file into one is the daemon's business. Only
+//! what embedders and the daemon use is public ([`job`], [`status`], [`timeline`], [`work`], and
+//! the engine through the crate root).
 
-pub mod collector;
-pub mod compute;
-pub mod dispatcher;
-pub mod engine;
+pub(crate) mod collector;
+pub(crate) mod compute;
+pub(crate) mod dispatcher;
+pub(crate) mod engine;
 pub mod job;
-pub mod messages;
-pub mod srs_loader;
+pub(crate) mod messages;
+pub(crate) mod srs_loader;
 pub mod status;
-pub mod synth_workers;
-pub mod synthesis;
+pub(crate) mod synth_workers;
+pub(crate) mod synthesis;
 pub mod timeline;
-pub mod turns;
-pub mod upload;
+pub(crate) mod turns;
+pub(crate) mod upload;
 pub mod work;

@@ -3,10 +3,10 @@
 //! code that pins host memory) and its CUDA pinning, and the devices the engine opens.
 //!
 //! Resources are the ground floor: they import neither the [`pipeline`](crate::pipeline) nor the
-//! [`daemon`](crate::daemon); both use them.
+//! [`daemon`](crate::daemon); both use them (`actors/tests/rooms.rs` checks it).
 
-pub mod budget;
-pub mod cuda_pin;
+pub(crate) mod budget;
+pub(crate) mod cuda_pin;
 pub mod devices;
 pub mod host_memory;
 pub mod pinner;

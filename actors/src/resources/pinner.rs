@@ -10,6 +10,10 @@
 //! from), and a copy split as `cuzk_engine::backend::COPY_PIECE` says reads from one registration
 //! per piece. A lease releases its counts when
 //! dropped; a registration is unregistered when its last holder goes.
+//!
+//! Its messages are declared here, not in `pipeline::messages`, because the resources never
+//! import the pipeline; the pipeline reaches it through [`pin_blocking`] and
+//! [`staging_blocking`] and the leases they return.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -211,15 +215,13 @@ impl Drop for HostPinner {
 
 /// Allocates and pins `count` staging buffers of `bytes` each, for one holder (a GPU's
 /// UploadActor) to reuse for every upload; they are unpinned and freed when the lease drops.
+#[derive(Message)]
+#[rtype(result = "()")]
 pub struct Staging {
     pub count: usize,
     pub bytes: usize,
     pub reply: Sender<Result<StagingLease, String>>,
     pub pinner: Addr<HostPinner>,
-}
-
-impl Message for Staging {
-    type Result = ();
 }
 
 impl Handler<Staging> for HostPinner {
@@ -284,11 +286,9 @@ impl Drop for StagingLease {
 }
 
 /// Unpins staging buffers whose lease was dropped (their memory goes when the last handle does).
+#[derive(Message)]
+#[rtype(result = "()")]
 pub struct ReleaseStaging(pub Vec<usize>);
-
-impl Message for ReleaseStaging {
-    type Result = ();
-}
 
 impl Handler<ReleaseStaging> for HostPinner {
     type Result = ();
@@ -314,14 +314,12 @@ pub fn staging_blocking(
 }
 
 /// Pins `ranges` (address, length); replies with a lease that unpins when dropped.
+#[derive(Message)]
+#[rtype(result = "()")]
 pub struct Pin {
     pub ranges: Vec<(usize, usize)>,
     pub reply: Sender<Result<PinLease, String>>,
     pub pinner: Addr<HostPinner>,
-}
-
-impl Message for Pin {
-    type Result = ();
 }
 
 impl Handler<Pin> for HostPinner {
@@ -354,11 +352,9 @@ impl Handler<Pin> for HostPinner {
 
 /// Drops holds (sent by `PinLease::drop` and `PinLease::unpin`); `done` hears when they are
 /// dropped.
+#[derive(Message)]
+#[rtype(result = "()")]
 pub struct Unpin(pub Vec<usize>, pub Option<Sender<()>>);
-
-impl Message for Unpin {
-    type Result = ();
-}
 
 impl Handler<Unpin> for HostPinner {
     type Result = ();
@@ -371,11 +367,9 @@ impl Handler<Unpin> for HostPinner {
 }
 
 /// Registered-byte count and number of registrations (for status).
+#[derive(Message)]
+#[rtype(result = "()")]
 pub struct PinnedNow(pub Sender<(usize, usize)>);
-
-impl Message for PinnedNow {
-    type Result = ();
-}
 
 impl Handler<PinnedNow> for HostPinner {
     type Result = ();
