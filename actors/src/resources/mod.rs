@@ -5,7 +5,7 @@
 //! Resources are the ground floor: they import neither the [`pipeline`](crate::pipeline) nor the
 //! [`daemon`](crate::daemon); both use them (`actors/tests/rooms.rs` checks it).
 
-pub(crate) mod budget;
+pub mod budget;
 pub(crate) mod cuda_pin;
 pub mod devices;
 pub mod host_memory;

@@ -2,12 +2,15 @@
 //! the client Curio speaks: served on a unix socket and, optionally, TCP (loopback unless told
 //! otherwise; a shared token, when set, is required there as `authorization: Bearer <token>`).
 //!
-//! Jobs go through the daemon's [`JobTable`]: a client that hangs up while waiting does not lose
-//! its job (it finishes, or is cancelled when `grpc.cancel_on_disconnect` says so), and a job is
-//! kept for `jobs.retain_s` after it ends. Errors are gRPC statuses that name what was wrong:
-//! `INVALID_ARGUMENT` for a request that cannot be proved as it stands, `NOT_FOUND` for an unknown
-//! job or a missing parameter file, `FAILED_PRECONDITION` for an evict refused while a job holds
-//! the parameters, `UNAVAILABLE` while starting or draining, `UNAUTHENTICATED` for a wrong token.
+//! Jobs go through the daemon's [`JobTable`](crate::daemon::jobs::JobTable): a client that hangs
+//! up while waiting does not lose its job (it finishes, or is cancelled when
+//! `grpc.cancel_on_disconnect` says so), and a job is kept for `jobs.retain_s` after it ends.
+//! Errors are gRPC statuses that name what was wrong: `INVALID_ARGUMENT` for a request that
+//! cannot be proved as it stands, `NOT_FOUND` for an unknown job or a missing parameter file,
+//! `FAILED_PRECONDITION` for an evict refused while a job holds the parameters, `UNAVAILABLE`
+//! while starting or draining, `UNAUTHENTICATED` for a wrong token.
+//!
+//! `service.rs` answers the RPCs; `server.rs` serves them on the listeners.
 
 pub mod curio;
 mod server;
