@@ -13,12 +13,14 @@
 //!   cancelled partition is dropped; a job's result is assembled in partition order.
 //!
 //! One actor, cut by concern into `impl Dispatcher` blocks over a few fields each: this file
-//! holds the job table (submitted jobs, their partitions in flight, a job's end) and the pump
-//! that moves work on after every message; [`admission`] the host budget and the synthesis
-//! queue ([`HostAdmission`](admission::HostAdmission)); [`placement`] the ready queue, the VRAM
-//! budgets, tiers, residency and the hand-over to the uploaders
-//! ([`Placement`](placement::Placement)); [`failover`] device failures, retries and devices out
-//! of service ([`Failover`](failover::Failover)); [`status`] the status answer and shutdown.
+//! holds the job table (submitted jobs, their partitions in flight, a job's end), the stages'
+//! reports of what a partition leaving them gives back, and the pump that moves work on after
+//! every message; [`admission`] the host budget and the synthesis queue
+//! ([`HostAdmission`](admission::HostAdmission)); [`placement`] the ready queue, the VRAM
+//! budgets, tiers and the hand-over to the uploaders ([`Placement`](placement::Placement));
+//! [`residency`] each GPU's plan (`tier::GpuPlan`) and the parameters it keeps resident;
+//! [`failover`] device failures, retries and devices out of service
+//! ([`Failover`](failover::Failover)); [`status`] the status answer and shutdown.
 
 mod admission;
 mod failover;
@@ -40,7 +42,7 @@ use cuzk_engine::prover::Prepared;
 
 use crate::fault::Faults;
 use crate::pipeline::job::{JobError, JobId, JobOutput, Priority, SynthFn, SynthesisProbe};
-use crate::pipeline::messages::{Cancel, Dropped, PartitionDone};
+use crate::pipeline::messages::{Cancel, ComputeDone, Dropped, PartitionDone, UploadDone};
 use crate::pipeline::timeline::Timeline;
 use crate::pipeline::upload::UploadActor;
 use crate::pipeline::work::{PartKey, Ticket};
@@ -299,6 +301,45 @@ impl Dispatcher {
 
 impl Actor for Dispatcher {
     type Context = Context<Self>;
+}
+
+impl Handler<UploadDone> for Dispatcher {
+    type Result = ();
+    fn handle(&mut self, msg: UploadDone, ctx: &mut Context<Self>) {
+        self.placement.uploading[msg.gpu] = false;
+        if let Some(f) = self
+            .jobs
+            .get_mut(&msg.key.job)
+            .and_then(|st| st.in_flight.get_mut(&msg.key.partition))
+        {
+            // A partition whose copy is kept for a retry keeps its host reservation.
+            if f.copy.is_none() {
+                if let Some(h) = f.host.take() {
+                    self.admission.host.release(h);
+                }
+            }
+        }
+        self.pump(ctx);
+    }
+}
+
+impl Handler<ComputeDone> for Dispatcher {
+    type Result = ();
+    fn handle(&mut self, msg: ComputeDone, ctx: &mut Context<Self>) {
+        let p = &mut self.placement;
+        p.staged[msg.gpu] = p.staged[msg.gpu].saturating_sub(1);
+        p.on_gpu[msg.gpu].retain(|k| *k != msg.key);
+        if let Some(f) = self
+            .jobs
+            .get_mut(&msg.key.job)
+            .and_then(|st| st.in_flight.get_mut(&msg.key.partition))
+        {
+            if let Some((gpu, v)) = f.vram.take() {
+                p.vram[gpu].release(v);
+            }
+        }
+        self.pump(ctx);
+    }
 }
 
 impl Handler<Dropped> for Dispatcher {

@@ -23,12 +23,12 @@ use cuzk_srs::Srs;
 
 use super::{Dispatcher, Order};
 use crate::pipeline::job::{JobError, JobId};
-use crate::pipeline::messages::{ComputeDone, SetPaused, SetUploaders, Upload, UploadDone};
+use crate::pipeline::messages::{SetPaused, SetUploaders, Upload};
 use crate::pipeline::timeline::Lane;
 use crate::pipeline::upload::UploadActor;
 use crate::pipeline::work::{PartKey, Ticket};
 use crate::resources::budget::{Budget, ReservationId};
-use crate::resources::tier::{choose, Dims, GpuPlan, Tier};
+use crate::resources::tier::{choose, Dims, Tier};
 
 /// How many recent dispatches `Status` reports (a long-running daemon must not grow without end).
 const DISPATCH_LOG: usize = 4096;
@@ -50,7 +50,7 @@ pub(super) struct Placement {
     /// order, so the next partition is chosen when a slot frees, not when it was synthesized.
     pub(super) depth: usize,
     pub(super) vram: Vec<Budget>,
-    srs_resident: bool,
+    pub(super) srs_resident: bool,
     /// Synthesized partitions waiting for a GPU, in order.
     pub(super) ready: BTreeSet<Order>,
     /// The last partitions handed to uploaders, in order (at most `DISPATCH_LOG` of them).
@@ -164,28 +164,6 @@ impl Placement {
                         let room = self.vram[g].capacity();
                         matches!(choose(dims, room, false), Some((Tier::Full, _)))
                     }
-            })
-    }
-
-    /// Compute workers per GPU (each may hold one MSM's scratch beside a resident SRS).
-    pub(super) fn workers(&self) -> usize {
-        (self.depth - 1).max(1)
-    }
-
-    /// How `gpu` holds parameters of these dims under its whole budget (a GPU pipeline).
-    pub(super) fn gpu_plan(&self, gpu: usize, dims: &Dims) -> Option<GpuPlan> {
-        GpuPlan::of(dims, self.vram.get(gpu)?.capacity(), self.workers())
-    }
-
-    /// Whether partitions of these dims take the streamed tier on some GPU (their compute then
-    /// holds more host memory beside the witness: `Dims::host_streamed`).
-    pub(super) fn streams(&self, dims: &Dims) -> bool {
-        self.srs_resident
-            && (0..self.vram.len()).any(|g| {
-                matches!(
-                    self.gpu_plan(g, dims),
-                    Some(GpuPlan::ResidentBases(_) | GpuPlan::Streamed(_))
-                )
             })
     }
 
@@ -400,45 +378,6 @@ impl Handler<SetPaused> for Dispatcher {
     type Result = ();
     fn handle(&mut self, msg: SetPaused, ctx: &mut Context<Self>) {
         self.placement.paused = msg.0;
-        self.pump(ctx);
-    }
-}
-
-impl Handler<UploadDone> for Dispatcher {
-    type Result = ();
-    fn handle(&mut self, msg: UploadDone, ctx: &mut Context<Self>) {
-        self.placement.uploading[msg.gpu] = false;
-        if let Some(f) = self
-            .jobs
-            .get_mut(&msg.key.job)
-            .and_then(|st| st.in_flight.get_mut(&msg.key.partition))
-        {
-            // A partition whose copy is kept for a retry keeps its host reservation.
-            if f.copy.is_none() {
-                if let Some(h) = f.host.take() {
-                    self.admission.host.release(h);
-                }
-            }
-        }
-        self.pump(ctx);
-    }
-}
-
-impl Handler<ComputeDone> for Dispatcher {
-    type Result = ();
-    fn handle(&mut self, msg: ComputeDone, ctx: &mut Context<Self>) {
-        let p = &mut self.placement;
-        p.staged[msg.gpu] = p.staged[msg.gpu].saturating_sub(1);
-        p.on_gpu[msg.gpu].retain(|k| *k != msg.key);
-        if let Some(f) = self
-            .jobs
-            .get_mut(&msg.key.job)
-            .and_then(|st| st.in_flight.get_mut(&msg.key.partition))
-        {
-            if let Some((gpu, v)) = f.vram.take() {
-                p.vram[gpu].release(v);
-            }
-        }
         self.pump(ctx);
     }
 }

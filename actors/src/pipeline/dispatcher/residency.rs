@@ -13,9 +13,31 @@ use cuzk_srs::Srs;
 use super::placement::Placement;
 use super::Dispatcher;
 use crate::pipeline::messages::{DropResident, EvictResident, ResidentDropped};
-use crate::resources::tier::Dims;
+use crate::resources::tier::{Dims, GpuPlan};
 
 impl Placement {
+    /// Compute workers per GPU (each may hold one MSM's scratch beside a resident SRS).
+    pub(super) fn workers(&self) -> usize {
+        (self.depth - 1).max(1)
+    }
+
+    /// How `gpu` holds parameters of these dims under its whole budget (a GPU pipeline).
+    pub(super) fn gpu_plan(&self, gpu: usize, dims: &Dims) -> Option<GpuPlan> {
+        GpuPlan::of(dims, self.vram.get(gpu)?.capacity(), self.workers())
+    }
+
+    /// Whether partitions of these dims take the streamed tier on some GPU (their compute then
+    /// holds more host memory beside the witness: `Dims::host_streamed`).
+    pub(super) fn streams(&self, dims: &Dims) -> bool {
+        self.srs_resident
+            && (0..self.vram.len()).any(|g| {
+                matches!(
+                    self.gpu_plan(g, dims),
+                    Some(GpuPlan::ResidentBases(_) | GpuPlan::Streamed(_))
+                )
+            })
+    }
+
     /// Device bytes parameters of these dims keep resident on `gpu`, as its plan says
     /// (`GpuPlan::resident_bytes`: the bases and one MSM's scratch per compute worker, the bases
     /// alone, or nothing); without a plan, what full residency needs (then refused).
