@@ -161,28 +161,26 @@ impl StreamTier {
     /// fits. `None` if even the smallest does not.
     pub fn plan(d: &PartDims, budget: u64, resident_bases: bool) -> Option<(StreamTier, u64)> {
         let most = d.n.max(d.aux).max(d.a).max(d.b).next_power_of_two();
+        // Resident bases are read whole: one candidate. Streamed: the largest power-of-two
+        // chunk that fits, down to MIN_CHUNK.
+        let chunks: Vec<u64> = if resident_bases {
+            vec![most]
+        } else {
+            std::iter::successors(Some(most.max(MIN_CHUNK)), |c| Some(c / 2))
+                .take_while(|&c| c >= MIN_CHUNK)
+                .collect()
+        };
         // The products on the device where they fit (the host's take seconds a partition at
         // 32 GiB), with the largest chunk that fits beside them.
         for device_products in [true, false] {
-            if resident_bases {
-                let t = StreamTier {
-                    chunk: most,
-                    chunk_g2: most,
-                    resident_bases,
-                    device_products,
-                    pinned_bases: false,
-                };
-                let peak = t.peak(d);
-                if peak <= budget {
-                    return Some((t, peak));
-                }
-                continue;
-            }
-            let mut chunk = most.max(MIN_CHUNK);
-            while chunk >= MIN_CHUNK {
+            for &chunk in &chunks {
                 let t = StreamTier {
                     chunk,
-                    chunk_g2: (chunk / 2).max(64),
+                    chunk_g2: if resident_bases {
+                        most
+                    } else {
+                        (chunk / 2).max(64)
+                    },
                     resident_bases,
                     device_products,
                     pinned_bases: false,
@@ -191,7 +189,6 @@ impl StreamTier {
                 if peak <= budget {
                     return Some((t, peak));
                 }
-                chunk /= 2;
             }
         }
         None

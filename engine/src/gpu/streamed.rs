@@ -245,17 +245,8 @@ impl PipelinedGpu {
         let rec = p.recorded.take();
         let mut abc: Vec<DevBuf> = Vec::with_capacity(3);
         if let Some(r) = rec.as_ref() {
+            r.rec.check_witness(&r.inputs, &r.aux, p.index)?;
             let c = r.rec.counts();
-            if r.inputs.len() != c.inputs || r.aux.len() != c.aux {
-                return Err(backend_err(format!(
-                    "circuit {}: a witness of {} inputs and {} aux for a recording of {} and {}",
-                    p.index,
-                    r.inputs.len(),
-                    r.aux.len(),
-                    c.inputs,
-                    c.aux
-                )));
-            }
             if c.rows() > n {
                 return Err(backend_err(format!(
                     "circuit {}: {} recorded rows for a domain of {n}",

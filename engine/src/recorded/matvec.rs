@@ -94,7 +94,7 @@ impl Recording {
         })
     }
 
-    fn check_witness(
+    pub(crate) fn check_witness(
         &self,
         inputs: &[Scalar],
         aux: &[Scalar],
