@@ -9,7 +9,7 @@ cargo=${CARGO:-cargo}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$dir"
 rm -f "$dir"/gpu_* "$dir"/cuzk
-"$cargo" build --release -q -p cuzk-actors --bin cuzk
+"$cargo" build --release -q -p cuzk-cli --bin cuzk
 cuzk=$(ls -t "${CARGO_TARGET_DIR:-target}"/release/cuzk | head -1)
 "$cargo" test --release --workspace --no-run --message-format=json 2>/dev/null |
     python3 -c '

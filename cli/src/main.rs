@@ -1,13 +1,7 @@
-//! `cuzk`: prove example circuits, inspect and prepare parameter files, benchmark.
+//! `cuzk` (the cuzk-cli crate): prove example circuits, inspect and prepare parameter files,
+//! benchmark (`bench/`), run the daemon and control it.
 
-mod bench_batch;
-mod bench_cpu;
-mod bench_gpus;
-mod bench_kernels;
-mod bench_porep;
-mod bench_soak;
-mod bench_synth;
-mod bench_tenant;
+mod bench;
 mod common;
 mod ctl;
 mod daemon;
@@ -48,7 +42,7 @@ enum Cmd {
     Srs(srs_cmd::Cmd),
     /// Benchmarks.
     #[command(subcommand)]
-    Bench(BenchCmd),
+    Bench(bench::Cmd),
     /// Run the engine as a daemon, controlled over a unix socket.
     Daemon(daemon::Args),
     /// Control a running daemon.
@@ -59,30 +53,6 @@ enum Cmd {
     /// Filecoin parameters (dev setup, layouts) and sample inputs sealed on the CPU.
     #[command(subcommand)]
     Filecoin(filecoin_cmd::Cmd),
-}
-
-#[derive(Subcommand)]
-enum BenchCmd {
-    /// cuzk's CPU prover against bellperson's `create_proof`, side by side, same circuits.
-    Cpu(bench_cpu::Args),
-    /// Jobs through the actor pipeline: one line per proof, then s/proof (`--gpus-sweep 1,2`: on
-    /// 1 then 2 devices, last line `gpus1_s_per_proof=… gpus2_s_per_proof=…`).
-    Batch(bench_batch::Args),
-    /// The CUDA kernels alone on one GPU; last line `msm_g1_2p26_ms=… ntt_2p27_ms=…`.
-    Kernels(bench_kernels::Args),
-    /// PoRep C2 proofs of a real C1 output: one alone, then a stream; last line
-    /// `porep_ms_per_proof=… porep_latency_ms=… sector=…`.
-    Porep(bench_porep::Args),
-    /// A PoRep partition's witness synthesis on the CPU: filecoin-proofs' circuit, cuzk's cut
-    /// (lean SHA-256) on one thread and on all; last line `synth_reference_ms=… synth_lean_ms=…
-    /// synth_parallel_ms=… threads=…`.
-    Synth(bench_synth::Args),
-    /// N small proofs with a mix of sizes, priorities and cancellations, every one verified;
-    /// RSS, fds, VRAM reserved and pinned bytes sampled; last line `soak_proofs=… answered=…`.
-    Soak(bench_soak::Args),
-    /// Another tenant of a GPU: holds device memory in phases (`--phases LEAVE_MIB:SECONDS,…`),
-    /// to test the engine against memory other processes take; last line `tenant_held_mib_max=…`.
-    Tenant(bench_tenant::Args),
 }
 
 /// Where parameters for example circuits are kept: `$CUZK_PARAMS_DIR`, else
@@ -109,13 +79,7 @@ fn main() -> ExitCode {
         Cmd::Ctl(a) => ctl::run(a),
         Cmd::Kernels(c) => kernels_cmd::run(c),
         Cmd::Filecoin(c) => filecoin_cmd::run(c),
-        Cmd::Bench(BenchCmd::Cpu(a)) => bench_cpu::run(a),
-        Cmd::Bench(BenchCmd::Batch(a)) => bench_batch::run(a),
-        Cmd::Bench(BenchCmd::Kernels(a)) => bench_kernels::run(a),
-        Cmd::Bench(BenchCmd::Porep(a)) => bench_porep::run(a),
-        Cmd::Bench(BenchCmd::Soak(a)) => bench_soak::run(a),
-        Cmd::Bench(BenchCmd::Synth(a)) => bench_synth::run(a),
-        Cmd::Bench(BenchCmd::Tenant(a)) => bench_tenant::run(a),
+        Cmd::Bench(c) => bench::run(c),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -101,7 +101,7 @@ pub fn run(a: Args) -> Result<()> {
     } else if a.gpu_workers.len() > 1 {
         return Err("--gpus-sweep takes one --gpu-workers value".into());
     } else {
-        Some(crate::bench_gpus::Sweep::plan(&settings, &a.gpus_sweep)?)
+        Some(super::gpus::Sweep::plan(&settings, &a.gpus_sweep)?)
     };
     let workers = a.gpu_workers.first().copied().unwrap_or(1);
     let runs: Vec<(Option<usize>, usize)> = match &sweep {
@@ -179,9 +179,9 @@ pub fn run(a: Args) -> Result<()> {
         if let Some(n) = gpus {
             println!(
                 "run gpus={n} devices_used={} s_per_proof={s_per_proof:.3} steady_s_per_proof={:.3} {}",
-                crate::bench_gpus::devices_used(&spans),
+                super::gpus::devices_used(&spans),
                 window_s / a.count.max(1) as f64,
-                crate::bench_gpus::busy_line(&spans, n)
+                super::gpus::busy_line(&spans, n)
             );
             gpus_runs.push((n, s_per_proof));
         }
@@ -251,7 +251,7 @@ pub fn run(a: Args) -> Result<()> {
         );
     }
     if sweep.is_some() {
-        for line in crate::bench_gpus::closing_lines(&gpus_runs) {
+        for line in super::gpus::closing_lines(&gpus_runs) {
             println!("{line}");
         }
     } else if let Some((_, s)) = summary.last() {

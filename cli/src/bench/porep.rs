@@ -97,7 +97,7 @@ pub fn run(a: Args) -> Result<()> {
     if let Some(b) = a.backend {
         settings.engine.backend = b;
     }
-    let sweep = crate::bench_gpus::Sweep::plan(&settings, &a.gpus_sweep)?;
+    let sweep = super::gpus::Sweep::plan(&settings, &a.gpus_sweep)?;
     let mut installed = None;
     let mut runs = Vec::new();
     for &n in &a.gpus_sweep {
@@ -110,7 +110,7 @@ pub fn run(a: Args) -> Result<()> {
         );
         runs.push((n, r.ms_per_proof / 1e3));
     }
-    for line in crate::bench_gpus::closing_lines(&runs) {
+    for line in super::gpus::closing_lines(&runs) {
         println!("{line}");
     }
     Ok(())
@@ -164,7 +164,7 @@ fn vram_sweep(a: &Args) -> Result<()> {
 /// sweep): the proof alone, then the stream.
 fn run_once(
     a: &Args,
-    gpus: Option<(&crate::bench_gpus::Sweep, usize)>,
+    gpus: Option<(&super::gpus::Sweep, usize)>,
     vram_mib: Option<u64>,
     installed: &mut Installed,
 ) -> Result<Run> {
@@ -379,8 +379,8 @@ fn run_once(
         "memory: peak_rss_gib={} vram_reserved_high_water_gib={vram_hw} host_reserved_high_water_gib={host_hw}",
         crate::common::proc_status_bytes("VmHWM:").map_or("?".into(), gib),
     );
-    let used = crate::bench_gpus::devices_used(&spans);
-    let busy_each = crate::bench_gpus::busy_line(&spans, engine.device_names().len());
+    let used = super::gpus::devices_used(&spans);
+    let busy_each = super::gpus::busy_line(&spans, engine.device_names().len());
     engine.shutdown();
     println!(
         "porep_ms_per_proof={ms_per_proof:.1} porep_latency_ms={latency_ms:.1} sector={sector}"

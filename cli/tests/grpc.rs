@@ -7,7 +7,6 @@
 //! (gRPC, control socket and HTTP, parsed), malformed requests and unknown kinds, a wrong token,
 //! JSON log lines with the job fields, `ctl ready`, `reload`, `drain`; a starting daemon, and a
 //! request over the size limit.
-#![cfg(feature = "grpc")]
 
 mod common;
 

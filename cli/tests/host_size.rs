@@ -1,15 +1,14 @@
 //! The host memory the dispatcher admits a partition for is what it really takes. A real 2 KiB
 //! PoRep partition is synthesized witness-only against its recording and prepared, exactly as
 //! the dispatcher does it, under an allocator that keeps the exact high-water mark of live heap
-//! bytes (`bin/cuzk/heap.rs`, `Heap::peak`). The peak above what was live before must fit
+//! bytes (`cli/src/heap.rs`, `Heap::peak`). The peak above what was live before must fit
 //! `Dims::host_recorded`, which the dispatcher admits against `MemAvailable`: an estimate below
 //! the peak is how a 32 GiB stream got OOM-killed. And the estimate must not be far above it,
 //! or fewer partitions synthesize at once than memory allows.
-#![cfg(feature = "filecoin")]
 
 mod common;
 
-#[path = "../src/bin/cuzk/heap.rs"]
+#[path = "../src/heap.rs"]
 mod heap;
 
 #[global_allocator]
