@@ -15,7 +15,7 @@ use cuzk_actors::resources::tier::{Dims, Tier};
 use cuzk_actors::{Engine, EngineConfig, JobError, JobSpec};
 use cuzk_engine::circuits::Bits;
 use cuzk_engine::setup::generate;
-use cuzk_engine::{Backend, CpuBackend, Verifier};
+use cuzk_engine::{CpuBackend, Pipeline, Verifier};
 use cuzk_srs::Srs;
 
 /// Word pairs of the test circuit: mostly bits, so every query has both 0/1 scalars (its batch
@@ -66,7 +66,7 @@ fn start(srs: Arc<Srs>, faults: Faults, backends: Vec<Faulty>, cfg: EngineConfig
     let pins = pin.stats.clone();
     let backends = backends
         .into_iter()
-        .map(|b| Arc::new(b) as Arc<dyn Backend>)
+        .map(|b| Arc::new(b) as Arc<dyn Pipeline>)
         .collect();
     let engine = Engine::start_with_faults(cfg, backends, Box::new(pin), faults.clone()).unwrap();
     Rig {

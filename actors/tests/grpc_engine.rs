@@ -28,9 +28,10 @@ use cuzk_actors::fault::backend::{Faulty, Staging};
 use cuzk_actors::fault::{Fault, Faults, Rule, Stage};
 use cuzk_actors::resources::pinner::{CountingPin, PinStats};
 use cuzk_actors::{Engine, EngineConfig};
-use cuzk_engine::backend::{Bitmap, Computed, Staged};
+use cuzk_engine::backend::Bitmap;
+use cuzk_engine::pipeline::{Computed, Staged};
 use cuzk_engine::prover::{Prepared, Sums};
-use cuzk_engine::{Backend, CpuBackend, EngineError, Timings};
+use cuzk_engine::{Backend, CpuBackend, EngineError, Pipeline, Timings};
 use cuzk_filecoin::request::prover_id_of_miner;
 use cuzk_srs::Srs;
 use tonic::transport::Channel;
@@ -42,7 +43,7 @@ const DEVICE_BYTES: u64 = 4242;
 /// A backend that forwards everything and counts `evict_resident` calls (the thread they came on
 /// too: the device's uploader).
 struct Recording {
-    inner: Arc<dyn Backend>,
+    inner: Arc<dyn Pipeline>,
     evicts: AtomicUsize,
     evicted_on: Mutex<Vec<String>>,
 }
@@ -71,6 +72,9 @@ impl Backend for Recording {
     fn batch_add_g2(&self, bases: &[G2Affine], bits: &Bitmap) -> Result<G2Projective, EngineError> {
         self.inner.batch_add_g2(bases, bits)
     }
+}
+
+impl Pipeline for Recording {
     fn stages_on_device(&self) -> bool {
         self.inner.stages_on_device()
     }
@@ -141,7 +145,7 @@ fn rig(params: PathBuf) -> Rig {
     let engine = Arc::new(
         Engine::start_with_faults(
             cfg,
-            vec![backend.clone() as Arc<dyn Backend>],
+            vec![backend.clone() as Arc<dyn Pipeline>],
             Box::new(pin),
             faults.clone(),
         )
@@ -487,7 +491,7 @@ fn evict_without_residency_asks_no_backend() {
     });
     let engine = Engine::start(
         EngineConfig::default(),
-        vec![backend.clone() as Arc<dyn Backend>],
+        vec![backend.clone() as Arc<dyn Pipeline>],
         Box::new(CountingPin::default()),
     )
     .unwrap();

@@ -11,12 +11,12 @@ use cuzk_actors::pipeline::status::Status;
 use cuzk_actors::resources::pinner::{CountingPin, PinStats};
 use cuzk_actors::resources::tier::{Dims, Tier};
 use cuzk_actors::{Engine, EngineConfig, JobError, JobSpec, Priority, Randomness};
-use cuzk_engine::backend::{Computed, Staged};
 use cuzk_engine::circuits::MulChain;
+use cuzk_engine::pipeline::{Computed, Staged};
 use cuzk_engine::prover::Prepared;
 use cuzk_engine::setup::generate;
 use cuzk_engine::Timings;
-use cuzk_engine::{Backend, CpuBackend, EngineError, Prover, Verifier};
+use cuzk_engine::{Backend, CpuBackend, EngineError, Pipeline, Prover, Verifier};
 use cuzk_srs::Srs;
 use ff::Field;
 use rand::SeedableRng;
@@ -93,6 +93,9 @@ impl Backend for Staging {
     fn batch_add_g2(&self, b: &[G2Affine], bits: &[u64]) -> Result<G2Projective, EngineError> {
         self.cpu.batch_add_g2(b, bits)
     }
+}
+
+impl Pipeline for Staging {
     fn stages_on_device(&self) -> bool {
         true
     }
@@ -126,7 +129,7 @@ impl Backend for Staging {
         ] {
             dst.iter_mut().for_each(|x| *x = Scalar::ZERO);
             let out = cuzk_engine::gpu::as_bytes_mut(dst);
-            cuzk_engine::backend::copy_through(
+            cuzk_engine::pipeline::copy_through(
                 staging,
                 cuzk_engine::gpu::as_bytes(src),
                 2,
@@ -224,7 +227,7 @@ fn engine_on(cfg: EngineConfig, staging: bool) -> (Engine, Arc<std::sync::Mutex<
         let pin = CountingPin::default();
         let stats = pin.stats.clone();
         let backends = (0..cfg.vram_budget.len())
-            .map(|_| Arc::new(CpuBackend::new()) as Arc<dyn Backend>)
+            .map(|_| Arc::new(CpuBackend::new()) as Arc<dyn Pipeline>)
             .collect();
         (Engine::start(cfg, backends, Box::new(pin)).unwrap(), stats)
     }
@@ -239,14 +242,14 @@ fn engine_with(
     let pin = CountingPin::default();
     let stats = pin.stats.clone();
     let max_live = Arc::new(AtomicUsize::new(0));
-    let backends: Vec<Arc<dyn Backend>> = (0..cfg.vram_budget.len())
+    let backends: Vec<Arc<dyn Pipeline>> = (0..cfg.vram_budget.len())
         .map(|_| {
             Arc::new(Staging {
                 cpu: CpuBackend::new(),
                 mode,
                 live: Arc::new(AtomicUsize::new(0)),
                 max_live: max_live.clone(),
-            }) as Arc<dyn Backend>
+            }) as Arc<dyn Pipeline>
         })
         .collect();
     (

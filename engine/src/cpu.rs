@@ -14,6 +14,7 @@ use rayon::prelude::*;
 use crate::backend::{Backend, Bitmap};
 use crate::error::EngineError;
 use crate::fft::Domain;
+use crate::pipeline::Pipeline;
 
 /// Below this many points an MSM is done by plain double-and-add (blst's Pippenger wants ≥ 2).
 const TINY: usize = 2;
@@ -176,3 +177,6 @@ impl Backend for CpuBackend {
         Ok(g2_from(g2_blst(&sel).add()))
     }
 }
+
+/// The host defaults: a partition is staged, computed and collected on the host.
+impl Pipeline for CpuBackend {}

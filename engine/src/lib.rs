@@ -1,4 +1,5 @@
-//! cuzk-engine: circuit synthesis, Groth16 prover math, the [`Backend`] trait, CPU and CUDA backends.
+//! cuzk-engine: circuit synthesis, Groth16 prover math, the [`Backend`] trait (the heavy steps'
+//! math) and the [`Pipeline`] trait (the stages the actor pipeline drives), CPU and CUDA backends.
 //!
 //! ```no_run
 //! # use cuzk_engine::{CpuBackend, Prover, circuits::MulChain};
@@ -17,6 +18,7 @@ pub mod error;
 pub mod fft;
 pub mod fixed_base;
 pub mod gpu;
+pub mod pipeline;
 pub mod prover;
 pub mod r1cs;
 pub mod recorded;
@@ -25,9 +27,10 @@ pub mod synth;
 pub mod timings;
 pub mod verify;
 
-pub use backend::Backend;
+pub use backend::{Backend, Bitmap};
 pub use cpu::CpuBackend;
 pub use error::EngineError;
+pub use pipeline::{Computed, DeviceMemory, Pipeline, Staged};
 pub use prover::{ProofBatch, ProveOptions, Prover};
 pub use synth::{synthesize, Assignment};
 pub use timings::Timings;

@@ -1,5 +1,5 @@
 //! The Groth16 prover, in bellperson's exact conventions (`synth.rs` lists them), over any
-//! [`Backend`].
+//! [`Pipeline`] (a [`Backend`](crate::backend::Backend)'s math, driven stage by stage).
 //!
 //! One partition goes through four steps, each a public function so that a pipeline can run them
 //! on different actors: [`prepare`] (shape and satisfiability checks, the MSM scalar vectors, the
@@ -31,9 +31,9 @@ use group::Curve;
 use rand_core::RngCore;
 use rayon::prelude::*;
 
-use crate::backend::{Backend, Staged};
 use crate::density::BitVec;
 use crate::error::EngineError;
+use crate::pipeline::{Pipeline, Staged};
 use crate::recorded::{RecordOptions, Recording, RecordingCache};
 use crate::synth::{synthesize_batch, Assignment, Shape};
 use crate::timings::Timings;
@@ -376,7 +376,7 @@ pub fn prepare(
 pub fn compute(
     p: Prepared,
     srs: &Srs,
-    backend: &dyn Backend,
+    backend: &dyn Pipeline,
     t: &mut Timings,
 ) -> Result<(Sums, Vec<Scalar>), EngineError> {
     let staged = if backend.stages_on_device() {
@@ -438,14 +438,14 @@ impl ProofBatch {
 /// Proves one circuit, or the partition circuits of one proof, against one parameter set.
 pub struct Prover<'a> {
     pub srs: &'a Srs,
-    pub backend: &'a dyn Backend,
+    pub backend: &'a dyn Pipeline,
     pub opts: ProveOptions,
     /// Where recordings are kept between proofs (`RecordingCache::global()` by default).
     pub recordings: &'a RecordingCache,
 }
 
 impl<'a> Prover<'a> {
-    pub fn new(srs: &'a Srs, backend: &'a dyn Backend) -> Self {
+    pub fn new(srs: &'a Srs, backend: &'a dyn Pipeline) -> Self {
         Prover {
             srs,
             backend,

@@ -8,7 +8,7 @@ use blstrs::Scalar;
 use cuzk_engine::circuits::{Bits, COnlyAux, ManyInputs, MulChain, NoAux, Sha256Preimage};
 use cuzk_engine::gpu::{probe, PipelinedGpu};
 use cuzk_engine::setup::generate;
-use cuzk_engine::{Backend, CpuBackend, Prover};
+use cuzk_engine::{CpuBackend, Pipeline, Prover};
 use cuzk_srs::Srs;
 use ff::Field;
 use rand::SeedableRng;
@@ -17,7 +17,7 @@ mod gpu_util;
 
 fn same<C: Circuit<Scalar> + Clone + Send>(
     name: &str,
-    gpus: &[&dyn Backend],
+    gpus: &[&dyn Pipeline],
     c: C,
     partitions: usize,
 ) {
@@ -50,7 +50,7 @@ fn gpu_proofs_equal_cpu_proofs() {
         panic!("backend opened but probe fails: {why}");
     }
     let piped = PipelinedGpu::new(0).expect("PipelinedGpu on GPU 0");
-    let gpus: [&dyn Backend; 2] = [plain, &piped];
+    let gpus: [&dyn Pipeline; 2] = [plain, &piped];
     same("mulchain", &gpus, MulChain::random(5000, 3, 1), 2);
     same("many_inputs", &gpus, ManyInputs::random(40, 2), 2);
     same("bits", &gpus, Bits::random(16, 3), 2);

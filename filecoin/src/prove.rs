@@ -3,7 +3,7 @@
 
 use bellperson::Circuit;
 use blstrs::Scalar;
-use cuzk_engine::{Backend, ProofBatch, Prover};
+use cuzk_engine::{Pipeline, ProofBatch, Prover};
 use cuzk_srs::Srs;
 
 use crate::error::FilecoinError;
@@ -23,7 +23,7 @@ pub enum Rs<'a> {
 pub fn prove(
     parsed: Parsed,
     srs: &Srs,
-    backend: &dyn Backend,
+    backend: &dyn Pipeline,
     rs: Rs<'_>,
 ) -> Result<ProofBatch, FilecoinError> {
     parsed.build(InProcess { srs, backend, rs })?
@@ -31,7 +31,7 @@ pub fn prove(
 
 struct InProcess<'a> {
     srs: &'a Srs,
-    backend: &'a dyn Backend,
+    backend: &'a dyn Pipeline,
     rs: Rs<'a>,
 }
 

@@ -5,9 +5,10 @@
 use std::sync::Arc;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use cuzk_engine::backend::{foreign, run_steps, Bitmap, Computed, DeviceMemory, Staged};
+use cuzk_engine::backend::{run_steps, Bitmap};
+use cuzk_engine::pipeline::{foreign, Computed, DeviceMemory, Staged};
 use cuzk_engine::prover::{Prepared, Sums};
-use cuzk_engine::{Backend, EngineError, Timings};
+use cuzk_engine::{Backend, EngineError, Pipeline, Timings};
 use cuzk_srs::Srs;
 use group::Group;
 
@@ -26,7 +27,7 @@ pub enum Staging {
 }
 
 pub struct Faulty {
-    inner: Arc<dyn Backend>,
+    inner: Arc<dyn Pipeline>,
     device: usize,
     faults: Faults,
     staging: Staging,
@@ -65,7 +66,7 @@ impl Tenants {
 }
 
 impl Faulty {
-    pub fn new(inner: Arc<dyn Backend>, device: usize, faults: &Faults) -> Faulty {
+    pub fn new(inner: Arc<dyn Pipeline>, device: usize, faults: &Faults) -> Faulty {
         Faulty {
             inner,
             device,
@@ -225,6 +226,9 @@ impl Backend for Faulty {
     fn batch_add_g2(&self, bases: &[G2Affine], bits: &Bitmap) -> Result<G2Projective, EngineError> {
         self.inner.batch_add_g2(bases, bits)
     }
+}
+
+impl Pipeline for Faulty {
     fn evict_resident(&self) -> Result<u64, EngineError> {
         self.inner.evict_resident()
     }

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use actix::prelude::*;
 use cuzk_engine::prover::assemble;
-use cuzk_engine::{Backend, Timings, Verifier};
+use cuzk_engine::{Pipeline, Timings, Verifier};
 use cuzk_srs::Srs;
 
 use crate::fault::{catch, scope, Faults, Site, Stage};
@@ -19,7 +19,7 @@ use crate::pipeline::work::failed_at;
 
 pub struct MsmCollector {
     pub gpu: usize,
-    pub backend: Arc<dyn Backend>,
+    pub backend: Arc<dyn Pipeline>,
     pub self_verify: bool,
     /// The dispatcher, told when a partition's device memory is free and when it leaves.
     pub reports: StageReports,
@@ -33,7 +33,7 @@ pub struct MsmCollector {
 impl MsmCollector {
     pub fn new(
         gpu: usize,
-        backend: Arc<dyn Backend>,
+        backend: Arc<dyn Pipeline>,
         self_verify: bool,
         reports: StageReports,
         timeline: Timeline,

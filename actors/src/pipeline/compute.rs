@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use actix::prelude::*;
-use cuzk_engine::{Backend, Timings};
+use cuzk_engine::{Pipeline, Timings};
 
 use crate::fault::{catch, scope};
 use crate::pipeline::collector::MsmCollector;
@@ -24,7 +24,7 @@ use crate::pipeline::work::failed_at;
 pub struct ComputeActor {
     pub gpu: usize,
     pub worker: usize,
-    pub backend: Arc<dyn Backend>,
+    pub backend: Arc<dyn Pipeline>,
     /// The per-GPU kernel lock, shared by this GPU's workers, taken in staging order.
     pub turns: Arc<Turns>,
     pub collector: Addr<MsmCollector>,

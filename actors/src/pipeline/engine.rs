@@ -16,7 +16,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use cuzk_engine::Backend;
+use cuzk_engine::Pipeline;
 use cuzk_srs::{OpenOptions, Srs};
 
 use crate::pipeline::collector::MsmCollector;
@@ -147,7 +147,7 @@ impl Engine {
     /// Starts the pipeline over `backends` (one per GPU; a CPU backend counts as one device).
     pub fn start(
         cfg: EngineConfig,
-        backends: Vec<Arc<dyn Backend>>,
+        backends: Vec<Arc<dyn Pipeline>>,
         pin_api: Box<dyn PinApi>,
     ) -> Result<Engine, String> {
         Engine::start_planned(cfg, backends, pin_api, crate::fault::Faults::default())
@@ -158,7 +158,7 @@ impl Engine {
     #[cfg(feature = "faults")]
     pub fn start_with_faults(
         cfg: EngineConfig,
-        backends: Vec<Arc<dyn Backend>>,
+        backends: Vec<Arc<dyn Pipeline>>,
         pin_api: Box<dyn PinApi>,
         faults: crate::fault::Faults,
     ) -> Result<Engine, String> {
@@ -167,7 +167,7 @@ impl Engine {
 
     fn start_planned(
         cfg: EngineConfig,
-        backends: Vec<Arc<dyn Backend>>,
+        backends: Vec<Arc<dyn Pipeline>>,
         pin_api: Box<dyn PinApi>,
         faults: crate::fault::Faults,
     ) -> Result<Engine, String> {
@@ -205,7 +205,7 @@ impl Engine {
                     };
                     let dispatcher = Dispatcher::new(dcfg, tl.clone())?.start();
                     // Whole multiples of the copy piece, so that no copy piece spans two registrations.
-                    let piece = cuzk_engine::backend::COPY_PIECE;
+                    let piece = cuzk_engine::pipeline::COPY_PIECE;
                     let chunk = cfg.pin_chunk.div_ceil(piece).max(1) * piece;
                     // The factory is `Fn`; the one pinner thread takes the API out once.
                     let api = Mutex::new(Some(pin_api));

@@ -17,7 +17,7 @@ use actix::prelude::*;
 use bellperson::groth16::Proof;
 use blstrs::{Bls12, Scalar};
 use crossbeam_channel::Sender;
-use cuzk_engine::backend::{Computed, Staged};
+use cuzk_engine::pipeline::{Computed, Staged};
 use cuzk_engine::prover::Prepared;
 use cuzk_srs::Srs;
 

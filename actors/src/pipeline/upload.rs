@@ -17,9 +17,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use actix::prelude::*;
-use cuzk_engine::backend::Staged;
+use cuzk_engine::pipeline::Staged;
 use cuzk_engine::prover::Prepared;
-use cuzk_engine::Backend;
+use cuzk_engine::Pipeline;
 
 use crate::fault::{catch, scope, Faults, Site, Stage};
 use crate::pipeline::compute::ComputeActor;
@@ -33,7 +33,7 @@ use crate::resources::pinner::{pin_blocking, staging_blocking, HostPinner, Stagi
 
 pub struct UploadActor {
     pub gpu: usize,
-    pub backend: Arc<dyn Backend>,
+    pub backend: Arc<dyn Pipeline>,
     pub pinner: Addr<HostPinner>,
     pub compute: Addr<ComputeActor>,
     /// The dispatcher, told when this GPU's uploader is free again.

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use cuzk_engine::gpu::{probe, GpuBackend, GpuDevice, PipelinedGpu};
-use cuzk_engine::{Backend, CpuBackend};
+use cuzk_engine::{CpuBackend, Pipeline};
 
 use serde::{Deserialize, Serialize};
 
@@ -64,7 +64,7 @@ impl std::str::FromStr for Residency {
 }
 
 pub struct Devices {
-    pub backends: Vec<Arc<dyn Backend>>,
+    pub backends: Vec<Arc<dyn Pipeline>>,
     /// Free device memory per backend at start (the CPU backend: unlimited).
     pub free: Vec<u64>,
     pub pin: Box<dyn PinApi>,
@@ -160,7 +160,7 @@ fn cpu(why: Option<String>, n: usize) -> Devices {
     };
     Devices {
         backends: (0..n)
-            .map(|_| Arc::new(CpuBackend::new()) as Arc<dyn Backend>)
+            .map(|_| Arc::new(CpuBackend::new()) as Arc<dyn Pipeline>)
             .collect(),
         free: vec![crate::resources::budget::UNLIMITED; n],
         pin: Box::new(CountingPin::default()),
@@ -199,7 +199,7 @@ fn cuda(
     if ordinals.is_empty() {
         return Err("no CUDA GPU selected".into());
     }
-    let mut backends: Vec<Arc<dyn Backend>> = Vec::new();
+    let mut backends: Vec<Arc<dyn Pipeline>> = Vec::new();
     let mut free = Vec::new();
     let mut names = Vec::new();
     let mut gpu_names = Vec::new();
@@ -213,7 +213,7 @@ fn cuda(
     };
     let _ = (resident, reserve);
     for (index, &i) in ordinals.iter().enumerate() {
-        let (b, dev): (Arc<dyn Backend>, &GpuDevice);
+        let (b, dev): (Arc<dyn Pipeline>, &GpuDevice);
         let (plain, piped);
         if staging {
             piped = Arc::new(PipelinedGpu::new(i).map_err(|e| e.to_string())?);

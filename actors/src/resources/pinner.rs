@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use actix::prelude::*;
 use crossbeam_channel::Sender;
-use cuzk_engine::backend::PAGE;
+use cuzk_engine::pipeline::PAGE;
 
 /// What actually pins: `cuMemHostRegister` on a GPU machine, bookkeeping only on the CPU backend.
 pub trait PinApi: Send + 'static {

@@ -1,6 +1,7 @@
 //! `GpuBackend`: the engine's `Backend` on one CUDA GPU. Each call uploads its inputs, runs the
 //! kernels on the device's stream and downloads the result; calls are serialised by a mutex
-//! (one stream, one allocator). Per-domain NTT tables are built once and kept.
+//! (one stream, one allocator). Per-domain NTT tables are built once and kept. Its `Pipeline` is
+//! the host defaults but for `memory` (the device's).
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
@@ -15,6 +16,7 @@ use super::h::{compute_h_device, HDomain};
 use super::msm::{msm_g1_device, msm_g2_device};
 use super::{as_bytes, as_bytes_mut, backend_err, Result};
 use crate::backend::{Backend, Bitmap};
+use crate::pipeline::{DeviceMemory, Pipeline};
 
 pub struct GpuBackend {
     name: String,
@@ -61,12 +63,6 @@ impl GpuBackend {
 impl Backend for GpuBackend {
     fn name(&self) -> &str {
         &self.name
-    }
-
-    fn memory(&self) -> Option<crate::backend::DeviceMemory> {
-        crate::gpu::pool::memory(&self.device().ctx)
-            .map_err(|e| log::warn!("{e}: the VRAM budget keeps its last reading"))
-            .ok()
     }
 
     fn compute_h(&self, a: Vec<Scalar>, b: Vec<Scalar>, c: Vec<Scalar>) -> Result<Vec<Scalar>> {
@@ -157,6 +153,16 @@ impl Backend for GpuBackend {
             .dev
             .upload(as_bytes(words), "G2 batch-addition bitmap")?;
         batch_add_g2_device(&self.dev, &db, &dw, n as u64)
+    }
+}
+
+/// Call by call: every partition is computed with the heavy steps above, on the host's
+/// schedule; only the device's memory is its own.
+impl Pipeline for GpuBackend {
+    fn memory(&self) -> Option<DeviceMemory> {
+        crate::gpu::pool::memory(&self.device().ctx)
+            .map_err(|e| log::warn!("{e}: the VRAM budget keeps its last reading"))
+            .ok()
     }
 }
 

@@ -1,5 +1,7 @@
 //! The CUDA backend: BLS12-381 kernels in `cuda-src/`, compiled at run time by NVRTC for the GPU
-//! that is present, and [`GpuBackend`], the engine's [`crate::backend::Backend`] on top of them.
+//! that is present, and [`GpuBackend`], the engine's [`crate::backend::Backend`] on top of them
+//! (call by call; its [`crate::pipeline::Pipeline`] is the host defaults but for its memory).
+//! [`PipelinedGpu`] is the [`crate::pipeline::Pipeline`] the actor pipeline drives (`staged.rs`).
 
 pub mod backend;
 pub mod batch_add;

@@ -120,13 +120,13 @@ fn pool_reserved(pool: sys::CUmemoryPool, ordinal: usize) -> Result<u64> {
 }
 
 /// The device's memory now: free and total from `cuMemGetInfo`, this process's pool as `ours`.
-pub fn memory(ctx: &CudaContext) -> Result<crate::backend::DeviceMemory> {
+pub fn memory(ctx: &CudaContext) -> Result<crate::pipeline::DeviceMemory> {
     ctx.bind_to_thread()
         .map_err(|e| backend_err(format!("binding GPU {}: {e:?}", ctx.ordinal())))?;
     let (free, total) = ctx
         .mem_get_info()
         .map_err(|e| backend_err(format!("cuMemGetInfo on GPU {}: {e:?}", ctx.ordinal())))?;
-    Ok(crate::backend::DeviceMemory {
+    Ok(crate::pipeline::DeviceMemory {
         free: free as u64,
         total: total as u64,
         ours: reserved(ctx)?,

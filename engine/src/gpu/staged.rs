@@ -40,7 +40,8 @@ use super::msm::QueuedMsm;
 use super::points::{g1_from_xyzz, g2_from_xyzz, Curve};
 use super::spmv::{DeviceRecording, DeviceSplit};
 use super::{as_bytes, as_bytes_mut, backend_err, GpuBackend, GpuDevice, Result};
-use crate::backend::{Backend, Bitmap, Computed, Staged, COPY_PIECE, PAGE};
+use crate::backend::{Backend, Bitmap};
+use crate::pipeline::{Computed, DeviceMemory, Pipeline, Staged, COPY_PIECE, PAGE};
 use crate::prover::{unsatisfied, Prepared, Recorded, Split, Sums};
 use crate::recorded::Recording;
 use crate::timings::Timings;
@@ -207,7 +208,7 @@ impl PipelinedGpu {
                     busy.borrow_mut()[i] = Some(ev);
                     Ok(())
                 };
-                crate::backend::copy_through(bufs, bytes, copy_threads(), next, wait, send)?;
+                crate::pipeline::copy_through(bufs, bytes, copy_threads(), next, wait, send)?;
             }
         }
         Ok(())
@@ -532,8 +533,10 @@ impl Backend for PipelinedGpu {
     fn batch_add_g2(&self, bases: &[G2Affine], bits: &Bitmap) -> Result<G2Projective> {
         self.inner.batch_add_g2(bases, bits)
     }
+}
 
-    fn memory(&self) -> Option<crate::backend::DeviceMemory> {
+impl Pipeline for PipelinedGpu {
+    fn memory(&self) -> Option<DeviceMemory> {
         // The resident recordings (matrices and query gathers: 9.56 GB at 32 GiB PoRep) are
         // held outside every reservation, so they count as held by others: the budget admits
         // only what is left beside them.

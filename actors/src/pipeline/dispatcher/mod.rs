@@ -116,7 +116,7 @@ pub struct DispatcherConfig {
     pub device_fail_limit: u32,
     /// The devices, read for their memory before each VRAM reservation (`Backend::memory`), so
     /// memory other processes take after the start shrinks what is admitted.
-    pub devices: Vec<Arc<dyn cuzk_engine::Backend>>,
+    pub devices: Vec<Arc<dyn cuzk_engine::Pipeline>>,
     /// Device bytes kept free for the driver and other processes.
     pub vram_reserve: u64,
     /// The machine's memory, read before each partition's synthesis starts.

@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use actix::prelude::*;
 use cuzk_engine::prover::Prepared;
-use cuzk_engine::Backend;
+use cuzk_engine::Pipeline;
 use cuzk_srs::Srs;
 
 use super::{Dispatcher, Order};
@@ -57,7 +57,7 @@ pub(super) struct Placement {
     pub(super) dispatch_log: VecDeque<PartKey>,
     /// Dispatch paused (synthesis goes on).
     pub(super) paused: bool,
-    devices: Vec<Arc<dyn Backend>>,
+    devices: Vec<Arc<dyn Pipeline>>,
     vram_reserve: u64,
     /// A partition waits for memory other processes hold: pump again soon (no release of ours
     /// will say when theirs is freed).
@@ -83,7 +83,7 @@ impl Placement {
         vram_capacity: &[u64],
         srs_resident: bool,
         workers_per_gpu: usize,
-        devices: Vec<Arc<dyn Backend>>,
+        devices: Vec<Arc<dyn Pipeline>>,
         vram_reserve: u64,
     ) -> Placement {
         let n = vram_capacity.len();
