@@ -232,7 +232,7 @@ fn run_once(
             let (rec, took) = h.join().map_err(|p| {
                 format!(
                     "recording the partition circuit panicked: {}",
-                    cuzk_actors::pipeline::job::panic_text(&p)
+                    cuzk_actors::pipeline::job::panic_text(&*p)
                 )
             })??;
             rec.install(&srs)?;
