@@ -2,7 +2,7 @@
 //! dispatcher reads what the machine has available now, so that what the parameters, the
 //! recordings, other processes and our own finished partitions hold is counted as it really is,
 //! not as a configured number guessed it. The readings come from `/proc/meminfo`
-//! (`MemAvailable`), or from a test.
+//! (`MemAvailable`) clamped by the process's cgroup memory limit (`cgroup.rs`), or from a test.
 
 use std::sync::Arc;
 
@@ -53,8 +53,14 @@ impl std::fmt::Debug for HostMemory {
     }
 }
 
+/// The machine's `/proc/meminfo`, clamped by the memory limit of this process's cgroup (and its
+/// ancestors'), which `/proc/meminfo` does not show: see [`cgroup`](super::cgroup).
 fn meminfo() -> Option<HostMem> {
-    parse_meminfo(&std::fs::read_to_string("/proc/meminfo").ok()?)
+    let m = parse_meminfo(&std::fs::read_to_string("/proc/meminfo").ok()?)?;
+    Some(match super::cgroup::own_limit() {
+        Some(limit) => limit.clamp(m),
+        None => m,
+    })
 }
 
 /// The value of the `name` line (`MemTotal:`, `VmHWM:` …) of a `/proc` text whose values are in

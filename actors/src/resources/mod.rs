@@ -6,6 +6,7 @@
 //! [`daemon`](crate::daemon); both use them (`actors/tests/rooms.rs` checks it).
 
 pub mod budget;
+pub mod cgroup;
 pub(crate) mod cuda_pin;
 pub mod devices;
 pub mod host_memory;
