@@ -145,7 +145,11 @@ mod tests {
         let cg = root.join("system.slice/cuzk.service");
         write(&cg, "memory.max", "107374182400\n");
         write(&cg, "memory.current", "40000000000\n");
-        write(&cg, "memory.stat", "anon 35000000000\ninactive_file 5000000000\n");
+        write(
+            &cg,
+            "memory.stat",
+            "anon 35000000000\ninactive_file 5000000000\n",
+        );
         write(&root.join("system.slice"), "memory.max", "max\n");
         let l = limit_under(&root, "0::/system.slice/cuzk.service\n").expect("a limit");
         assert_eq!(l.limit, 107_374_182_400);
