@@ -6,6 +6,7 @@
 //! neither of them imports anything from here (`actors/tests/rooms.rs` checks it).
 
 pub mod control;
+pub mod exposition;
 #[cfg(feature = "grpc")]
 pub mod grpc;
 pub mod jobs;
