@@ -1,7 +1,8 @@
 //! SnapDeals (empty sector update): from the vanilla partition proofs (bincode `PartitionProof`s,
 //! as filecoin-proofs-api's `generate_partition_proofs` returns them) and the three commitments,
 //! the partition circuits and public inputs of `EmptySectorUpdateCompound` ([`SnapDeals`], the
-//! kind's [`Compound`]).
+//! kind's [`Compound`]). Each vanilla proof is verified against the commitments before its circuit
+//! is built (as PoSt's are), so a proof of another sector is an `Invalid` request, not a failed job.
 
 use blstrs::Scalar;
 use filecoin_hashers::{Domain, Hasher};
@@ -163,6 +164,7 @@ fn build_shaped<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>, S: Circui
                 ),
             ));
         }
+        check_vanilla(&pp, &pub_in, k, &proof)?;
         circuits.push(
             EmptySectorUpdateCompound::<Tree>::circuit(
                 &pub_in,
@@ -182,6 +184,39 @@ fn build_shaped<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>, S: Circui
         public_inputs,
         parallel_witness: None,
     }))
+}
+
+/// Whether vanilla partition proof `k` holds for the request's commitments, as filecoin-proofs'
+/// `verify_partition_proofs` checks it: a proof of another sector or update is refused here, up
+/// front, rather than reaching synthesis (whose gadgets may panic on it) or a proof that fails.
+fn check_vanilla<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    pp: &UpdateParams<Tree>,
+    pub_in: &PublicInputs,
+    k: usize,
+    proof: &PartitionProof<Tree>,
+) -> Result<(), FilecoinError> {
+    use storage_proofs_core::proof::ProofScheme;
+    let what = || format!("SnapDeals vanilla partition proof {k}");
+    let partition = PublicInputs {
+        k,
+        ..pub_in.clone()
+    };
+    match storage_proofs_update::EmptySectorUpdate::<Tree>::verify(
+        &pp.vanilla_params,
+        &partition,
+        proof,
+    ) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(FilecoinError::invalid(
+            what(),
+            "filecoin-proofs' vanilla verifier refuses it for the request's comm_r_old, comm_r_new \
+             and comm_d_new (a proof of another sector or update?)",
+        )),
+        Err(e) => Err(FilecoinError::invalid(
+            what(),
+            format!("filecoin-proofs' vanilla verifier refuses it: {e:#}"),
+        )),
+    }
 }
 
 /// Partition `k`'s public inputs (`EmptySectorUpdateCompound::generate_public_inputs`).
