@@ -60,7 +60,7 @@ enum Cmd {
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Prove a Filecoin proof from its inputs (submit, then wait unless --no-wait).
+    /// Prove a Filecoin proof from its inputs (submit, then wait for the proof).
     ProveFilecoin {
         /// Write the proof bytes here.
         #[arg(long, global = true)]

@@ -58,6 +58,10 @@ pub enum Cmd {
         /// Also derive SnapDeals and PoSt inputs.
         #[arg(long)]
         all: bool,
+        /// Seal for this miner actor id (f0<ID>): the prover id derives from it, as the daemon
+        /// derives it from a request's `miner_id` (default: a prover id drawn from the seed).
+        #[arg(long)]
+        miner_id: Option<u64>,
     },
     /// Write the C1 output of a sparse synthetic sector (any size up to 64 GiB, in seconds),
     /// which cuzk proves and verify_seal accepts as a sealed sector's.
@@ -178,11 +182,12 @@ pub fn run(c: Cmd) -> Result<()> {
             out,
             seed,
             all,
+            miner_id,
         } => {
             let Registered::Seal(p) = registered::parse(ProofKind::PoRep, &proof)? else {
                 unreachable!()
             };
-            sample_inputs(p, &out, seed, all)?;
+            sample_inputs(p, &out, seed, all, miner_id)?;
         }
         Cmd::SynthC1(a) => crate::synth_c1_cmd::run(a)?,
     }
@@ -198,10 +203,12 @@ fn sample_inputs(
     out: &std::path::Path,
     seed: u64,
     all: bool,
+    miner_id: Option<u64>,
 ) -> Result<()> {
     std::fs::create_dir_all(out)?;
     let start = Instant::now();
-    let s = sample::seal(p, &out.join("sector"), 1, seed, None)?;
+    let prover_id = miner_id.map(cuzk_filecoin::request::prover_id_of_miner);
+    let s = sample::seal(p, &out.join("sector"), 1, seed, prover_id)?;
     let c1 = out.join("c1.json");
     std::fs::write(&c1, &s.c1_json)?;
     println!(
@@ -210,10 +217,13 @@ fn sample_inputs(
         c1.display(),
         s.c1_json.len()
     );
+    let prover = match miner_id {
+        Some(m) => format!("--miner-id {m}"),
+        None => format!("--prover-id {}", hex(&s.prover_id)),
+    };
     println!(
-        "  cuzk prove porep --c1 {} --prover-id {} --sector-id {}",
+        "  cuzk prove porep --c1 {} {prover} --sector-id {}",
         c1.display(),
-        hex(&s.prover_id),
         s.sector_id
     );
     if !all {
