@@ -14,6 +14,7 @@ mod prove;
 mod prove_filecoin;
 mod srs_cmd;
 mod synth_c1_cmd;
+mod verify;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -53,6 +54,9 @@ enum Cmd {
     /// Filecoin parameters (dev setup, layouts) and sample inputs sealed on the CPU.
     #[command(subcommand)]
     Filecoin(filecoin_cmd::Cmd),
+    /// Check a Filecoin proof file with filecoin-proofs' verifier of its kind, from the same
+    /// inputs as `cuzk prove` and `--proof FILE`.
+    Verify(verify::Args),
 }
 
 /// Where parameters for example circuits are kept: `$CUZK_PARAMS_DIR`, else
@@ -80,6 +84,7 @@ fn main() -> ExitCode {
         Cmd::Kernels(c) => kernels_cmd::run(c),
         Cmd::Filecoin(c) => filecoin_cmd::run(c),
         Cmd::Bench(c) => bench::run(c),
+        Cmd::Verify(a) => verify::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
