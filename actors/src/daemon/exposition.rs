@@ -154,7 +154,10 @@ cuzk_build_info{version=\"1\"} 1\n"
         use Exposition::*;
         assert_eq!(Exposition::from_accept(None), Classic);
         assert_eq!(Exposition::from_accept(Some("*/*")), Classic);
-        assert_eq!(Exposition::from_accept(Some("text/plain;version=0.0.4")), Classic);
+        assert_eq!(
+            Exposition::from_accept(Some("text/plain;version=0.0.4")),
+            Classic
+        );
         // What Prometheus sends by default.
         let prometheus = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
         assert_eq!(Exposition::from_accept(Some(prometheus)), OpenMetrics);
