@@ -4,7 +4,11 @@
 //! The prover (`prover.rs`) owns the math around these steps — synthesis, density filtering, the
 //! 0/1 split of scalars, assembly with `r, s` — and never changes with the backend below it.
 //! [`run_steps`] runs one partition's steps on any backend, one after the other (H, then each
-//! query as `msm(bases, tail) + batch_add(bases, ones)`).
+//! query as `msm(bases, tail) + batch_add(bases, ones)`), checking the partition's
+//! [`Cancel`](crate::cancel::Cancel) token before each step and, where the backend asks for it
+//! ([`Backend::check_every`]: the CPU), between chunks of each MSM and batch addition, so a
+//! cancelled partition stops within a chunk's time ([`msm_chunked`], [`batch_add_chunked`]; a
+//! chunked MSM is the sum of its chunks' MSMs: the same point).
 //!
 //! How a partition is staged, computed and collected by the actor pipeline, and a device's
 //! memory, are [`Pipeline`](crate::pipeline::Pipeline)'s (`pipeline.rs`).
@@ -14,6 +18,7 @@ use std::time::Instant;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_srs::Srs;
 
+use crate::cancel::Cancel;
 use crate::error::EngineError;
 use crate::prover::{Prepared, Split, Sums};
 use crate::timings::Timings;
@@ -51,6 +56,29 @@ pub trait Backend: Send + Sync {
 
     /// `Σ bases[i]` for every `i` whose bit is set in `bits`, over G2.
     fn batch_add_g2(&self, bases: &[G2Affine], bits: &Bitmap) -> Result<G2Projective, EngineError>;
+
+    /// [`compute_h`](Backend::compute_h), stopping with `EngineError::Cancelled` once `cancel`
+    /// is set. The default checks before and after; the CPU backend also checks between and
+    /// within its FFTs' rounds.
+    fn compute_h_or_cancel(
+        &self,
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+        cancel: &Cancel,
+    ) -> Result<Vec<Scalar>, EngineError> {
+        cancel.check()?;
+        let h = self.compute_h(a, b, c)?;
+        cancel.check()?;
+        Ok(h)
+    }
+
+    /// The most G1 points [`run_steps`] gives one MSM or batch-addition call between two
+    /// cancellation checks (G2: a quarter of it), or `None` for whole calls (a GPU: its calls
+    /// are short, or it checks between its own stages).
+    fn check_every(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// H, then each query as `msm(bases, tail) + batch_add(bases, ones)`.
@@ -72,25 +100,33 @@ pub fn run_steps<B: Backend + ?Sized>(
         b_query,
         msm_chunk,
         stream,
+        cancel,
         ..
     } = p;
+    cancel.check()?;
     let chunk = msm_chunk
         .or(stream.map(|t| t.chunk as usize))
         .unwrap_or(usize::MAX)
         .max(1);
+    // Chunks a cancellation check can stop between (G2 points cost about four G1 points).
+    let every = b.check_every().unwrap_or(usize::MAX).max(64);
+    let (chunk_g1, chunk_g2) = (chunk.min(every), chunk.min((every / 4).max(64)));
     let start = Instant::now();
-    let h_coeffs = b.compute_h(a, b_evals, c)?;
-    let h = b.msm_g1(srs.h(), &h_coeffs)?;
+    let h_coeffs = b.compute_h_or_cancel(a, b_evals, c, &cancel)?;
+    let h = msm_chunked(srs.h(), &h_coeffs, chunk_g1, &cancel, |x, y| b.msm_g1(x, y))?;
     drop(h_coeffs);
     t.step("ntt_msm_h", start);
     let g1 =
         |bases: &[G1Affine], split: &Split, t: &mut Timings| -> Result<G1Projective, EngineError> {
             let start = Instant::now();
-            let mut acc = msm_chunked(bases, &split.tail, chunk, |x, y| b.msm_g1(x, y))?;
+            let mut acc =
+                msm_chunked(bases, &split.tail, chunk_g1, &cancel, |x, y| b.msm_g1(x, y))?;
             t.step("tail_msm", start);
             if split.ones.count_ones() > 0 {
                 let start = Instant::now();
-                acc += b.batch_add_g1(bases, split.ones.words())?;
+                acc += batch_add_chunked(bases, split.ones.words(), every, &cancel, |x, y| {
+                    b.batch_add_g1(x, y)
+                })?;
                 t.step("batch_add", start);
             }
             Ok(acc)
@@ -100,10 +136,19 @@ pub fn run_steps<B: Backend + ?Sized>(
     let b_g1 = g1(srs.b_g1(), &b_query, t)?;
     let start = Instant::now();
     let mut b_g2: G2Projective =
-        msm_chunked(srs.b_g2(), &b_query.tail, chunk, |x, y| b.msm_g2(x, y))?;
+        msm_chunked(srs.b_g2(), &b_query.tail, chunk_g2, &cancel, |x, y| {
+            b.msm_g2(x, y)
+        })?;
     if b_query.ones.count_ones() > 0 {
-        b_g2 += b.batch_add_g2(srs.b_g2(), b_query.ones.words())?;
+        b_g2 += batch_add_chunked(
+            srs.b_g2(),
+            b_query.ones.words(),
+            every / 4,
+            &cancel,
+            |x, y| b.batch_add_g2(x, y),
+        )?;
     }
+    cancel.check()?;
     t.step("b_g2_msm", start);
     Ok(Sums {
         h,
@@ -114,20 +159,50 @@ pub fn run_steps<B: Backend + ?Sized>(
     })
 }
 
-/// An MSM over bases in chunks of `chunk` points (the small-memory tier streams bases this way);
-/// the sum of the chunks' results is the MSM.
-fn msm_chunked<P, G: std::ops::AddAssign + group::Group>(
+/// An MSM over bases in chunks of `chunk` points (the small-memory tier streams bases this way;
+/// the CPU chunks so that `cancel` is checked between chunks); the sum of the chunks' results is
+/// the MSM. `Err(Cancelled)` once `cancel` is set.
+pub fn msm_chunked<P, G: std::ops::AddAssign + group::Group>(
     bases: &[P],
     scalars: &[Scalar],
     chunk: usize,
+    cancel: &Cancel,
     msm: impl Fn(&[P], &[Scalar]) -> Result<G, EngineError>,
 ) -> Result<G, EngineError> {
+    cancel.check()?;
+    let chunk = chunk.max(1);
     if bases.len() <= chunk || bases.len() != scalars.len() {
         return msm(bases, scalars);
     }
     let mut acc = G::identity();
     for (b, s) in bases.chunks(chunk).zip(scalars.chunks(chunk)) {
+        cancel.check()?;
         acc += msm(b, s)?;
+    }
+    Ok(acc)
+}
+
+/// A batch addition (`Σ bases[i]` where bit `i` of `bits` is set) in chunks of about `chunk`
+/// bases (a multiple of 64, so each chunk's bits are whole words), `cancel` checked between
+/// them; the sum of the chunks' sums is the batch addition.
+pub fn batch_add_chunked<P, G: std::ops::AddAssign + group::Group>(
+    bases: &[P],
+    bits: &Bitmap,
+    chunk: usize,
+    cancel: &Cancel,
+    add: impl Fn(&[P], &Bitmap) -> Result<G, EngineError>,
+) -> Result<G, EngineError> {
+    cancel.check()?;
+    let chunk = chunk.div_ceil(64).max(1).saturating_mul(64);
+    if bases.len() <= chunk {
+        return add(bases, bits);
+    }
+    let mut acc = G::identity();
+    for (k, b) in bases.chunks(chunk).enumerate() {
+        cancel.check()?;
+        let from = (k * chunk / 64).min(bits.len());
+        let to = (from + chunk / 64).min(bits.len());
+        acc += add(b, &bits[from..to])?;
     }
     Ok(acc)
 }

@@ -1,6 +1,7 @@
 //! The CPU backend: rayon FFTs, blst's Pippenger for the MSMs and blst's batched affine addition.
 //! It is the reference every other backend is tested against. FFT domains are computed once per
-//! size and kept.
+//! size and kept. Its steps stop at a partition's cancellation ([`Cancel`]): H checks between and
+//! within its FFTs' rounds, and `run_steps` gives its MSMs at most [`CHECK_EVERY`] points a call.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -12,12 +13,17 @@ use group::Group;
 use rayon::prelude::*;
 
 use crate::backend::{Backend, Bitmap};
+use crate::cancel::Cancel;
 use crate::error::EngineError;
 use crate::fft::Domain;
 use crate::pipeline::Pipeline;
 
 /// Below this many points an MSM is done by plain double-and-add (blst's Pippenger wants ≥ 2).
 const TINY: usize = 2;
+
+/// The most G1 points one MSM call takes between cancellation checks (`Backend::check_every`):
+/// ~0.2 s of Pippenger on two cores, so a cancelled partition stops well within a second.
+pub const CHECK_EVERY: usize = 1 << 16;
 
 #[derive(Default)]
 pub struct CpuBackend {
@@ -129,6 +135,29 @@ impl Backend for CpuBackend {
             )));
         }
         Ok(self.domain(n)?.h_coefficients(a, b, c))
+    }
+
+    fn compute_h_or_cancel(
+        &self,
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+        cancel: &Cancel,
+    ) -> Result<Vec<Scalar>, EngineError> {
+        let n = a.len().max(1).next_power_of_two();
+        if b.len() > n || c.len() > n {
+            return Err(self.err(&format!(
+                "a, b, c lengths differ ({}, {}, {})",
+                a.len(),
+                b.len(),
+                c.len()
+            )));
+        }
+        self.domain(n)?.h_coefficients_or_cancel(a, b, c, cancel)
+    }
+
+    fn check_every(&self) -> Option<usize> {
+        Some(CHECK_EVERY)
     }
 
     fn msm_g1(&self, bases: &[G1Affine], scalars: &[Scalar]) -> Result<G1Projective, EngineError> {

@@ -2,10 +2,18 @@
 //!
 //! The domain of size `n = 2^k` uses `ω = ROOT_OF_UNITY^(2^(S−k))`; the coset is `g·⟨ω⟩` with
 //! `g = 7` (Fr's multiplicative generator), on which `Z(x) = x^n − 1` is the constant `g^n − 1`.
+//!
+//! [`Domain::h_coefficients_or_cancel`] checks a [`Cancel`] token between the seven transforms
+//! and within each of their rounds (per piece of at most 4096 butterflies): once it is set, the
+//! remaining pieces are skipped and the step ends with `EngineError::Cancelled`. Unset, the
+//! result is the plain transforms' exactly.
 
 use blstrs::Scalar;
 use ff::{Field, PrimeField};
 use rayon::prelude::*;
+
+use crate::cancel::Cancel;
+use crate::error::EngineError;
 
 /// Twiddles and constants of one domain size.
 pub struct Domain {
@@ -52,40 +60,68 @@ impl Domain {
     }
 
     pub fn fft(&self, v: &mut [Scalar]) {
-        transform(v, &self.fwd);
+        let _ = transform(v, &self.fwd, None);
     }
 
     pub fn ifft(&self, v: &mut [Scalar]) {
-        transform(v, &self.inv);
+        let _ = transform(v, &self.inv, None);
         scale(v, self.n_inv);
     }
 
     /// Evaluations on the coset `g·⟨ω⟩` of the polynomial with coefficients `v`.
     pub fn coset_fft(&self, v: &mut [Scalar]) {
         distribute_powers(v, Scalar::ONE, self.g);
-        transform(v, &self.fwd);
+        let _ = transform(v, &self.fwd, None);
     }
 
     /// Coefficients from evaluations on the coset.
     pub fn icoset_fft(&self, v: &mut [Scalar]) {
-        transform(v, &self.inv);
+        let _ = transform(v, &self.inv, None);
         distribute_powers(v, self.n_inv, self.g_inv);
     }
 
+    /// [`fft`](Domain::fft), stopping (the values then partly transformed) with
+    /// `EngineError::Cancelled` once `cancel` is set.
+    pub fn fft_or_cancel(&self, v: &mut [Scalar], cancel: &Cancel) -> Result<(), EngineError> {
+        cancel.check()?;
+        transform(v, &self.fwd, Some(cancel))
+    }
+
     /// `iFFT → coset FFT` of each of a, b, c; `(a·b − c)/Z`; `coset iFFT`; first `n − 1` coefficients.
-    pub fn h_coefficients(
+    pub fn h_coefficients(&self, a: Vec<Scalar>, b: Vec<Scalar>, c: Vec<Scalar>) -> Vec<Scalar> {
+        // Without a token nothing cancels it: the error case does not occur.
+        self.h_steps(a, b, c, None).unwrap_or_default()
+    }
+
+    /// [`h_coefficients`](Domain::h_coefficients), checking `cancel` between and within the
+    /// transforms: `Err(Cancelled)` once it is set.
+    pub fn h_coefficients_or_cancel(
+        &self,
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+        cancel: &Cancel,
+    ) -> Result<Vec<Scalar>, EngineError> {
+        self.h_steps(a, b, c, Some(cancel))
+    }
+
+    fn h_steps(
         &self,
         mut a: Vec<Scalar>,
         mut b: Vec<Scalar>,
         mut c: Vec<Scalar>,
-    ) -> Vec<Scalar> {
+        cancel: Option<&Cancel>,
+    ) -> Result<Vec<Scalar>, EngineError> {
+        let check = || cancel.map_or(Ok(()), |c| c.check());
         for v in [&mut a, &mut b, &mut c] {
+            check()?;
             v.resize(self.n, Scalar::ZERO);
-            transform(v, &self.inv);
+            transform(v, &self.inv, cancel)?;
             // iFFT's 1/n and the coset's g^i in one pass.
             distribute_powers(v, self.n_inv, self.g);
-            transform(v, &self.fwd);
+            transform(v, &self.fwd, cancel)?;
         }
+        check()?;
         let z_inv = self.z_inv;
         a.par_iter_mut()
             .zip(b.par_iter())
@@ -93,9 +129,11 @@ impl Domain {
             .with_min_len(1 << 12)
             .for_each(|((a, b), c)| *a = (*a * b - c) * z_inv);
         drop((b, c));
-        self.icoset_fft(&mut a);
+        check()?;
+        transform(&mut a, &self.inv, cancel)?;
+        distribute_powers(&mut a, self.n_inv, self.g_inv);
         a.truncate(self.n - 1);
-        a
+        Ok(a)
     }
 }
 
@@ -144,12 +182,15 @@ fn bit_reverse(v: &mut [Scalar]) {
     }
 }
 
-/// In-place iterative Cooley–Tukey; `tw[k] = ω^k` for `k < n/2`.
-fn transform(v: &mut [Scalar], tw: &[Scalar]) {
+/// In-place iterative Cooley–Tukey; `tw[k] = ω^k` for `k < n/2`. With `cancel`, each piece of
+/// work (at most 4096 butterflies) is skipped once it is set, and the transform ends with
+/// `Err(Cancelled)` after the round it was seen in.
+fn transform(v: &mut [Scalar], tw: &[Scalar], cancel: Option<&Cancel>) -> Result<(), EngineError> {
     let n = v.len();
     if n <= 1 {
-        return;
+        return Ok(());
     }
+    let stop = || cancel.is_some_and(|c| c.is_cancelled());
     debug_assert_eq!(tw.len(), n / 2);
     bit_reverse(v);
     let threads = rayon::current_num_threads().max(1);
@@ -163,24 +204,39 @@ fn transform(v: &mut [Scalar], tw: &[Scalar]) {
             *lo += t;
         };
         if n / m >= threads * 4 {
-            v.par_chunks_mut(m)
-                .with_min_len((4096 / m).max(1))
-                .for_each(|chunk| {
+            let per = (4096 / m).max(1);
+            v.par_chunks_mut(m * per).for_each(|group| {
+                if stop() {
+                    return;
+                }
+                for chunk in group.chunks_mut(m) {
                     let (lo, hi) = chunk.split_at_mut(half);
                     for j in 0..half {
                         butterfly(j, &mut lo[j], &mut hi[j]);
                     }
-                });
+                }
+            });
         } else {
+            const PIECE: usize = 1 << 11;
             for chunk in v.chunks_mut(m) {
                 let (lo, hi) = chunk.split_at_mut(half);
-                lo.par_iter_mut()
-                    .zip(hi.par_iter_mut())
+                lo.par_chunks_mut(PIECE)
+                    .zip(hi.par_chunks_mut(PIECE))
                     .enumerate()
-                    .with_min_len(1 << 11)
-                    .for_each(|(j, (l, h))| butterfly(j, l, h));
+                    .for_each(|(k, (l, h))| {
+                        if stop() {
+                            return;
+                        }
+                        for (i, (l, h)) in l.iter_mut().zip(h.iter_mut()).enumerate() {
+                            butterfly(k * PIECE + i, l, h);
+                        }
+                    });
             }
+        }
+        if let Some(c) = cancel {
+            c.check()?;
         }
         m *= 2;
     }
+    Ok(())
 }

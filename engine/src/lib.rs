@@ -11,6 +11,7 @@
 //! ```
 
 pub mod backend;
+pub mod cancel;
 pub mod circuits;
 pub mod cpu;
 pub mod density;
@@ -28,6 +29,7 @@ pub mod timings;
 pub mod verify;
 
 pub use backend::{Backend, Bitmap};
+pub use cancel::Cancel;
 pub use cpu::CpuBackend;
 pub use error::EngineError;
 pub use pipeline::{Computed, DeviceMemory, Pipeline, Staged};

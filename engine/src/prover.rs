@@ -31,6 +31,7 @@ use group::Curve;
 use rand_core::RngCore;
 use rayon::prelude::*;
 
+use crate::cancel::Cancel;
 use crate::density::BitVec;
 use crate::error::EngineError;
 use crate::pipeline::{Pipeline, Staged};
@@ -56,6 +57,9 @@ pub struct ProveOptions {
     /// Run every partition in the streamed tier (`Prepared::stream`): what the pipeline sets on
     /// a partition whose card cannot hold it whole; here for tests and benchmarks.
     pub stream: Option<crate::gpu::stream_plan::StreamTier>,
+    /// Checked by the heavy steps at their boundaries (`Prepared::cancel`): once set, a
+    /// partition's compute ends with `EngineError::Cancelled` (`cancel.rs`).
+    pub cancel: Cancel,
 }
 
 impl Default for ProveOptions {
@@ -66,6 +70,7 @@ impl Default for ProveOptions {
             recorded: RecordOptions::default(),
             splits_on_device: false,
             stream: None,
+            cancel: Cancel::default(),
         }
     }
 }
@@ -136,6 +141,9 @@ pub struct Prepared {
     /// backend to compute (a GPU from the uploaded witness, else [`Prepared::complete_on_host`]);
     /// the three splits are built.
     pub recorded: Option<Recorded>,
+    /// Checked at the step boundaries of compute: once set, compute ends with
+    /// `EngineError::Cancelled` and frees what it holds.
+    pub cancel: Cancel,
 }
 
 /// A witness whose products and MSM scalars are still to be computed, with its recording.
@@ -315,6 +323,7 @@ pub fn prepare(
             shape,
             msm_chunk: None,
             stream: opts.stream,
+            cancel: opts.cancel.clone(),
             recorded: Some(Recorded {
                 rec: d.0,
                 inputs: asg.inputs,
@@ -367,6 +376,7 @@ pub fn prepare(
         shape,
         msm_chunk: None,
         stream: opts.stream,
+        cancel: opts.cancel.clone(),
         recorded: None,
     })
 }

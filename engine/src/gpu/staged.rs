@@ -55,6 +55,8 @@ struct OnDevice {
     l: DeviceSplit,
     a_query: DeviceSplit,
     b_query: DeviceSplit,
+    /// The partition's cancellation, checked before its kernels are queued.
+    cancel: crate::cancel::Cancel,
 }
 
 /// An SRS's proving bases on the device, and what identifies the SRS they came from.
@@ -268,6 +270,7 @@ impl PipelinedGpu {
             l: self.put_split(&p.l, "l scalars", src)?,
             a_query: self.put_split(&p.a_query, "a scalars", src)?,
             b_query: self.put_split(&p.b_query, "b scalars", src)?,
+            cancel: p.cancel.clone(),
         };
         // The copies are done when this returns: compute (another stream) may read them, and the
         // caller may unpin and free the host buffers (or reuse the staging buffers).
@@ -325,6 +328,7 @@ impl PipelinedGpu {
             l,
             a_query,
             b_query,
+            cancel: p.cancel.clone(),
         };
         self.copy
             .synchronize()
@@ -641,6 +645,8 @@ impl Pipeline for PipelinedGpu {
                 let p = other
                     .downcast::<Prepared>()
                     .map_err(|_| backend_err("partition was staged by another backend"))?;
+                // A cancelled partition stops here, before any of its steps.
+                p.cancel.check()?;
                 if let Some(tier) = p.stream {
                     // The streamed tier holds the GPU for the whole partition: its steps share
                     // the card's memory one after another.
@@ -657,6 +663,8 @@ impl Pipeline for PipelinedGpu {
                 return Ok(Computed::on_host(index, public_inputs, sums?));
             }
         };
+        // A cancelled partition stops at this stage boundary: nothing of it is queued yet.
+        on.cancel.check()?;
         let dev = &self.kernels;
         // Queue every kernel of the partition on the kernel stream, under the lock; nothing here
         // waits for the GPU (but the first use of an SRS or a domain size).
