@@ -20,7 +20,7 @@ use cuzk_engine::Pipeline;
 use cuzk_srs::{OpenOptions, Srs};
 
 use crate::pipeline::collector::MsmCollector;
-use crate::pipeline::compute::ComputeActor;
+use crate::pipeline::compute::{ComputeActor, ComputeQueue};
 use crate::pipeline::dispatcher::{Dispatcher, DispatcherConfig};
 use crate::pipeline::job::{JobHandle, JobId, JobSpec};
 use crate::pipeline::messages::{
@@ -242,6 +242,9 @@ impl Engine {
                         let compute =
                             SyncArbiter::start(cfg.gpu_workers_per_device.max(1), move || {
                                 ComputeActor {
+                        // Staged partitions wait here for a compute worker, highest priority first.
+                        let queue = Arc::new(ComputeQueue::default());
+                        let q = queue.clone();
                                     gpu,
                                     worker: next_worker.fetch_add(1, Ordering::Relaxed),
                                     backend: b.clone(),
@@ -251,6 +254,7 @@ impl Engine {
                                     timeline: t.clone(),
                                 }
                             });
+                                    queue: q.clone(),
                         let (b, d, u, t, p, f) = (
                             backend.clone(),
                             reports.clone(),
@@ -267,7 +271,7 @@ impl Engine {
                             upload_done: u.clone(),
                             reports: d.clone(),
                             timeline: t.clone(),
-                            next_seq: 0,
+                            queue: queue.clone(),
                             staging: None,
                             srs_pin: None,
                             faults: f.clone(),

@@ -17,7 +17,7 @@ use actix::prelude::*;
 use bellperson::groth16::Proof;
 use blstrs::{Bls12, Scalar};
 use crossbeam_channel::Sender;
-use cuzk_engine::pipeline::{Computed, Staged};
+use cuzk_engine::pipeline::Computed;
 use cuzk_engine::prover::Prepared;
 use cuzk_srs::Srs;
 
@@ -178,15 +178,12 @@ pub struct UnpinStaging {
 
 // Stage to stage.
 
-/// An UploadActor → a ComputeActor of its GPU: a staged partition to compute.
+/// An UploadActor → a ComputeActor of its GPU: a staged partition was put in the GPU's
+/// [`ComputeQueue`](crate::pipeline::compute::ComputeQueue); the worker takes the queue's best
+/// partition (highest priority first), not necessarily that one.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct Compute {
-    pub ticket: Ticket,
-    pub staged: Staged,
-    /// Position in this GPU's staging order: the kernel lock is taken in this order.
-    pub seq: u64,
-}
+pub struct Compute;
 
 /// A ComputeActor → its GPU's MsmCollector: a computed partition to collect and assemble.
 #[derive(Message)]

@@ -22,7 +22,7 @@ use cuzk_engine::prover::Prepared;
 use cuzk_engine::Pipeline;
 
 use crate::fault::{catch, scope, Faults, Site, Stage};
-use crate::pipeline::compute::ComputeActor;
+use crate::pipeline::compute::{ComputeActor, ComputeQueue};
 use crate::pipeline::messages::{
     Compute, ComputeDone, DropResident, Dropped, PartitionDone, StageReports, UnpinStaging, Upload,
     UploadDone,
@@ -41,8 +41,8 @@ pub struct UploadActor {
     /// The dispatcher, told what becomes of a partition here (dropped, failed).
     pub reports: StageReports,
     pub timeline: Timeline,
-    /// Staging order of this GPU's partitions (the compute workers take the kernel lock in it).
-    pub next_seq: u64,
+    /// This GPU's staged partitions waiting for a compute worker (taken best first).
+    pub queue: Arc<ComputeQueue>,
     /// The pinned staging buffers, once asked for.
     pub staging: Option<StagingLease>,
     /// The fault plan (tests; inert without the `faults` feature).
@@ -250,13 +250,15 @@ impl Handler<Upload> for UploadActor {
         self.upload_done.do_send(UploadDone { gpu: self.gpu, key });
         match staged {
             Ok(staged) => {
-                let seq = self.next_seq;
-                self.next_seq += 1;
-                self.compute.do_send(Compute {
-                    ticket,
-                    staged,
-                    seq,
-                });
+                self.queue.push(ticket, staged);
+                self.compute.do_send(Compute);
+            }
+            Err(_) if ticket.is_cancelled() => {
+                // Cancelled while it was staged: dropped, not failed nor retried.
+                self.reports
+                    .compute_done
+                    .do_send(ComputeDone { gpu: self.gpu, key });
+                self.reports.dropped.do_send(Dropped { key });
             }
             Err((stage, what)) => {
                 // It will never reach compute: free its slot there too.

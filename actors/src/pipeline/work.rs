@@ -6,7 +6,7 @@ use std::sync::Arc;
 use blstrs::Scalar;
 use cuzk_srs::Srs;
 
-use crate::pipeline::job::JobId;
+use crate::pipeline::job::{JobId, Priority};
 
 /// A partition's identity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -15,10 +15,12 @@ pub struct PartKey {
     pub partition: usize,
 }
 
-/// What every stage carries along: the SRS, the randomness, the job's cancel flag.
+/// What every stage carries along: the SRS, the randomness, the job's priority and cancel flag.
 #[derive(Clone)]
 pub struct Ticket {
     pub key: PartKey,
+    /// The job's class: a stage's queue takes its highest-priority partition first.
+    pub priority: Priority,
     pub srs: Arc<Srs>,
     pub r: Scalar,
     pub s: Scalar,

@@ -3,6 +3,12 @@
 //! the reserve, and less what partitions already synthesizing will still allocate). The first
 //! partition of a shape with no recording records it alone; the others of that shape wait for
 //! it, then synthesize witness-only. A synthesized partition joins the ready queue.
+//!
+//! At most one partition per synthesis worker is admitted at a time, so none waits inside the
+//! workers' channel: the next one is chosen from the queue (priority class first) when a worker
+//! frees, and a CRITICAL partition submitted behind a LOW stream synthesizes next. Each carries
+//! its job's cancel flag into `Prepared` (`ProveOptions::cancel`), so its compute stops when the
+//! job is cancelled.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, HashMap};
@@ -36,6 +42,8 @@ pub(super) struct HostAdmission {
     /// Partitions waiting to synthesize, in order.
     pub(super) synth_queue: BTreeSet<Order>,
     synth: SynthWorkers,
+    /// The synthesis workers: at most this many partitions are admitted at once.
+    threads: usize,
     /// Partitions synthesizing now, with the host bytes they were admitted for (memory they will
     /// still allocate, so the available memory read later is short of it).
     synthesizing: HashMap<PartKey, u64>,
@@ -58,6 +66,7 @@ impl HostAdmission {
             host_reserve,
             synth_queue: BTreeSet::new(),
             synth: SynthWorkers::new(synth_threads.max(1))?,
+            threads: synth_threads.max(1),
             synthesizing: HashMap::new(),
             recording: HashMap::new(),
             host_waiting: false,
@@ -149,6 +158,10 @@ impl Dispatcher {
         let orders: Vec<Order> = self.admission.synth_queue.iter().copied().collect();
         let mem = self.admission.host_memory.read();
         for order in orders {
+            if self.admission.synthesizing.len() >= self.admission.threads {
+                // Every worker is busy: the next one is chosen when one frees.
+                return false;
+            }
             match self.admit(order, mem) {
                 Admit::Next => continue,
                 Admit::Wait => return false,
@@ -252,6 +265,7 @@ impl Dispatcher {
             srs: st.spec_srs.clone(),
             opts: ProveOptions {
                 splits_on_device,
+                cancel: cuzk_engine::Cancel::from_flag(st.cancelled.clone()),
                 ..ProveOptions::default()
             },
             cancelled: st.cancelled.clone(),

@@ -95,6 +95,7 @@ impl JobState {
         let (r, s) = self.rs[key.partition];
         Ticket {
             key,
+            priority: self.priority,
             srs: self.spec_srs.clone(),
             r,
             s,

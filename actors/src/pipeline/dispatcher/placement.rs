@@ -1,7 +1,9 @@
 //! Placement: a synthesized partition waits in the ready queue (priority class, then job age,
 //! then partition index; only the head may go next), and the head goes to a GPU whose uploader
 //! is idle and that has a slot for it (at most compute workers + 1 partitions staged per GPU, so
-//! the order is decided when a slot frees), once its device reservation fits that GPU's VRAM
+//! the order is decided when a slot frees; one more for a partition of a higher class than one
+//! already there, so it waits in the GPU's compute queue ahead of that one), once its device
+//! reservation fits that GPU's VRAM
 //! budget as the device's memory stands. With `srs_resident`, a GPU first holds the job's
 //! parameters resident ([`residency`](super::residency)).
 //!
@@ -33,7 +35,8 @@ use crate::resources::tier::{choose, Dims, Tier};
 /// How many recent dispatches `Status` reports (a long-running daemon must not grow without end).
 const DISPATCH_LOG: usize = 4096;
 
-/// A VRAM limit move smaller than this is applied without a log line.
+/// A change smaller than this in the memory other processes hold (since the figure last logged)
+/// is applied to the VRAM limit without a log line.
 const LIMIT_LOG_STEP: u64 = 256 << 20;
 
 /// The GPU side of the dispatcher.
@@ -64,6 +67,9 @@ pub(super) struct Placement {
     pub(super) memory_wait: bool,
     /// GPUs whose first streamed partition was logged.
     streamed_logged: std::collections::HashSet<usize>,
+    /// Per GPU, the memory others held when the VRAM limit was last logged (`None`: never, or
+    /// the budget was logged back at its capacity).
+    others_logged: Vec<Option<u64>>,
 }
 
 /// A partition's VRAM reservation on a GPU.
@@ -107,16 +113,21 @@ impl Placement {
             vram_reserve,
             memory_wait: false,
             streamed_logged: Default::default(),
+            others_logged: vec![None; n],
         }
     }
 
-    /// Whether `gpu`'s uploader is idle and a slot is free there.
-    fn has_slot(&self, gpu: usize) -> bool {
-        !self.uploading[gpu] && self.staged[gpu] < self.depth
+    /// Whether `gpu`'s uploader is idle and a slot is free there; or, for a partition that
+    /// outranks one already there (`outranks`), one slot beyond them, so that it waits in the
+    /// GPU's compute queue ahead of that one's turn instead of behind it.
+    fn has_slot(&self, gpu: usize, outranks: bool) -> bool {
+        !self.uploading[gpu] && self.staged[gpu] < self.depth + usize::from(outranks)
     }
 
     /// Reads `gpu`'s memory and limits its budget to what other processes leave: total, less
-    /// what they (and the driver) hold, less the reserve. Logs when the limit moves.
+    /// what they (and the driver) hold, less the reserve. Logs when what others hold changes (by
+    /// `LIMIT_LOG_STEP` since it was last logged), not on every read: a figure near the capacity
+    /// that moves the limit on and off at each dispatch is one line.
     fn refresh_vram(&mut self, gpu: usize) {
         let Some(m) = self.devices.get(gpu).and_then(|d| d.memory()) else {
             return;
@@ -127,11 +138,15 @@ impl Placement {
             .saturating_sub(m.others())
             .saturating_sub(self.vram_reserve);
         let limit = (usable < budget.capacity()).then_some(usable);
-        let moved = match (budget.limit(), limit) {
-            (Some(a), Some(b)) => a.abs_diff(b) >= LIMIT_LOG_STEP,
-            (a, b) => a != b,
+        let others = m.others();
+        let logged = &mut self.others_logged[gpu];
+        let moved = match (*logged, limit) {
+            (None, Some(_)) => true,
+            (None, None) => false,
+            (Some(was), _) => was.abs_diff(others) >= LIMIT_LOG_STEP,
         };
         if moved {
+            *logged = limit.map(|_| others);
             let l = crate::log::component("dispatcher");
             match limit {
                 Some(l_now) => {
@@ -258,13 +273,21 @@ impl Dispatcher {
     /// Hands the head of the ready queue to each GPU that can take it now, in order.
     pub(super) fn dispatch(&mut self) {
         for gpu in 0..self.placement.uploaders.len() {
-            if !self.placement.has_slot(gpu) || self.failover.out_of_service[gpu].is_some() {
+            if self.failover.out_of_service[gpu].is_some() {
                 continue;
             }
             // Strict order: only the head of the ready queue may go next.
             let Some(&order) = self.placement.ready.first() else {
                 return;
             };
+            let outranks = self.placement.on_gpu[gpu].iter().any(|k| {
+                self.jobs
+                    .get(&k.job)
+                    .is_none_or(|st| st.priority < order.0 .0)
+            });
+            if !self.placement.has_slot(gpu, outranks) {
+                continue;
+            }
             if let Flow::Stop = self.place(gpu, order) {
                 return;
             }
