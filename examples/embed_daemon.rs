@@ -16,7 +16,7 @@ use cuzk_actors::daemon::control::server::{ControlServer, CustomKind, ServerOpti
 use cuzk_actors::daemon::jobs::JobTable;
 use cuzk_actors::daemon::metrics::{Metrics, State};
 use cuzk_actors::daemon::settings::Settings;
-use cuzk_actors::{Engine, JobSpec};
+use cuzk_actors::{Engine, EngineError, JobSpec};
 
 /// Knows `x` with `x² = y` for a public `y`, for each of its values.
 #[derive(Clone)]
@@ -64,10 +64,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The kind: input = N little-endian u64 witnesses; anything else is refused by name.
     let squares: CustomKind = Arc::new(move |_, input: &[u8]| {
         if input.len() != 8 * N {
-            return Err(format!(
+            return Err(EngineError::Rejected(format!(
                 "input of {} bytes; expected {N} little-endian u64 values",
                 input.len()
-            ));
+            )));
         }
         let xs = input
             .chunks_exact(8)

@@ -21,6 +21,7 @@ use cuzk_srs::Srs;
 
 use crate::pipeline::engine::Engine;
 use crate::pipeline::job::{JobHandle, JobSpec, Priority};
+use crate::EngineError;
 
 /// How Filecoin jobs are scheduled and where their parameters are.
 #[derive(Debug, Clone)]
@@ -85,20 +86,21 @@ impl CircuitSink for ToJob {
         )
         .map_err(|e| FilecoinError::Invalid {
             what: "job".into(),
-            detail: e,
+            detail: e.to_string(),
         })
     }
 }
 
 impl Engine {
     /// Parses `req`, finds and loads its parameter file (a missing one is an error naming the
-    /// file and directory), builds the partition circuits and submits them.
+    /// file and directory), builds the partition circuits and submits them. The request's own
+    /// errors are [`EngineError::Filecoin`].
     pub fn submit_filecoin(
         &self,
         req: ProofRequest,
         cfg: &FilecoinConfig,
-    ) -> Result<FilecoinJob, String> {
-        let parsed = req.parse().map_err(|e| e.to_string())?;
+    ) -> Result<FilecoinJob, EngineError> {
+        let parsed = req.parse()?;
         self.submit_parsed(parsed, cfg)
     }
 
@@ -107,26 +109,22 @@ impl Engine {
         &self,
         parsed: Parsed,
         cfg: &FilecoinConfig,
-    ) -> Result<FilecoinJob, String> {
+    ) -> Result<FilecoinJob, EngineError> {
         let registered = parsed.registered();
         let dir = params::dir(cfg.params_dir.as_deref());
         let path = match params::locate(registered, &dir) {
             Ok(path) => path,
             // Parameters set up straight into this engine stand where their file would be.
             Err(missing) => {
-                let path = registered
-                    .params_file_name()
-                    .map(|f| dir.join(f))
-                    .map_err(|e| e.to_string())?;
+                let path = registered.params_file_name().map(|f| dir.join(f))?;
                 if !self.has_srs(&path) {
-                    return Err(missing.to_string());
+                    return Err(missing.into());
                 }
                 path
             }
         };
         let srs = self.load_srs(&path)?;
-        let spec =
-            job_spec(parsed, srs, (cfg.priority)(registered.kind())).map_err(|e| e.to_string())?;
+        let spec = job_spec(parsed, srs, (cfg.priority)(registered.kind()))?;
         let partitions = spec.partitions.len();
         let handle = self.submit(spec)?;
         Ok(FilecoinJob {

@@ -31,15 +31,18 @@
 //!   metrics, the control socket and the gRPC service.
 //!
 //! The pipeline and the resources never import the daemon, and the resources never import the
-//! pipeline (`tests/rooms.rs` checks both). Beside the rooms: [`log`] (every room logs through
-//! it), [`fault`] (the tests' fault injection, which reaches across the pipeline's stages and
+//! pipeline (`tests/rooms.rs` checks both). Beside the rooms: [`EngineError`] (`error.rs`, what
+//! the public API returns when a call fails), [`log`] (every room logs
+//! through it), [`fault`] (the tests' fault injection, which reaches across the pipeline's stages and
 //! the backends) and [`filecoin`] (Filecoin proof kinds as jobs: a client of the pipeline that
 //! embedders and the daemon both use).
 //!
-//! The embedder's API is re-exported here; the `cuzk` binary and the tests also use the daemon's
-//! modules and the pipeline's public ones (`job`, `status`, `timeline`, `work`).
+//! The embedder's API is re-exported here; the `cuzk` binary (crate cuzk-cli, `cli/`) and the
+//! tests also use the daemon's modules and the pipeline's public ones (`job`, `status`,
+//! `timeline`, `work`).
 
 pub mod daemon;
+mod error;
 pub mod fault;
 #[cfg(feature = "filecoin")]
 pub mod filecoin;
@@ -47,6 +50,7 @@ pub mod log;
 pub mod pipeline;
 pub mod resources;
 
+pub use error::EngineError;
 pub use pipeline::engine::{Engine, EngineConfig, Evicted, GpuFreed, SHUTDOWN_WAIT};
 pub use pipeline::job::{JobError, JobHandle, JobId, JobOutput, JobSpec, Priority, Randomness};
 pub use pipeline::srs_loader::LoadedSrs;

@@ -13,6 +13,8 @@ use std::sync::{Mutex, OnceLock};
 
 use slog::{o, Drain, Level, Logger, OwnedKVList, Record};
 
+use crate::EngineError;
+
 static LOGGER: OnceLock<Logger> = OnceLock::new();
 /// The level lines must reach (slog's `Level::as_usize`: 1 critical … 6 trace); changeable live.
 static LEVEL: AtomicUsize = AtomicUsize::new(4);
@@ -44,17 +46,21 @@ pub enum Format {
 }
 
 impl std::str::FromStr for Format {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = EngineError;
+    fn from_str(s: &str) -> Result<Self, EngineError> {
         match s {
             "terminal" | "term" => Ok(Format::Terminal),
             "json" => Ok(Format::Json),
-            other => Err(format!("log.format `{other}`: choose terminal or json")),
+            other => Err(EngineError::config(
+                "log.format",
+                format!("log.format `{other}`: choose terminal or json"),
+            )),
         }
     }
 }
 
-pub fn parse_level(s: &str) -> Result<Level, String> {
+/// The level `log.level` names; an unknown name is a [`EngineError::Config`] about that key.
+pub fn parse_level(s: &str) -> Result<Level, EngineError> {
     match s {
         "trace" => Ok(Level::Trace),
         "debug" => Ok(Level::Debug),
@@ -62,8 +68,9 @@ pub fn parse_level(s: &str) -> Result<Level, String> {
         "warn" | "warning" => Ok(Level::Warning),
         "error" => Ok(Level::Error),
         "critical" => Ok(Level::Critical),
-        other => Err(format!(
-            "log.level `{other}`: choose trace, debug, info, warn, error or critical"
+        other => Err(EngineError::config(
+            "log.level",
+            format!("log.level `{other}`: choose trace, debug, info, warn, error or critical"),
         )),
     }
 }

@@ -44,8 +44,12 @@ fn a_registered_circuit_kind_is_proved_over_the_socket() {
     let srs = engine.load_srs(&params).unwrap();
     // Input: an 8-byte little-endian witness seed.
     let bits: CustomKind = Arc::new(move |_, input: &[u8]| {
-        let seed = <[u8; 8]>::try_from(input)
-            .map_err(|_| format!("input of {} bytes; expected an 8-byte seed", input.len()))?;
+        let seed = <[u8; 8]>::try_from(input).map_err(|_| {
+            cuzk_actors::EngineError::Rejected(format!(
+                "input of {} bytes; expected an 8-byte seed",
+                input.len()
+            ))
+        })?;
         Ok(JobSpec::new(
             srs.clone(),
             vec![Bits::random(8, u64::from_le_bytes(seed))],

@@ -80,6 +80,14 @@ fn porep_through_the_engine_and_priorities_by_kind() {
         .err()
         .unwrap();
     assert!(
+        matches!(
+            &err,
+            cuzk_actors::EngineError::Filecoin(cuzk_filecoin::FilecoinError::MissingParams { .. })
+        ),
+        "{err:?}"
+    );
+    let err = err.to_string();
+    assert!(
         err.contains("v28-stacked-proof-of-replication")
             && err.contains(&empty.path().display().to_string()),
         "{err}"

@@ -505,5 +505,9 @@ fn evict_without_residency_asks_no_backend() {
     assert!(freed.host_bytes > 0 && freed.gpus.is_empty(), "{freed:?}");
     assert_eq!(freed.total(), freed.host_bytes);
     assert_eq!(backend.evicts.load(Ordering::SeqCst), 0);
-    assert!(engine.evict_srs(&path).unwrap_err().contains("not loaded"));
+    let e = engine.evict_srs(&path).unwrap_err();
+    assert!(
+        matches!(&e, cuzk_actors::EngineError::Srs { path: p, detail } if *p == path && detail.contains("not loaded")),
+        "{e:?}"
+    );
 }

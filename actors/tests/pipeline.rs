@@ -777,17 +777,24 @@ fn srs_loader_shares_refuses_eviction_while_held_and_evicts_idle() {
     let a = engine.load_srs(&path).unwrap();
     let b = engine.load_srs(&path).unwrap();
     assert!(Arc::ptr_eq(&a, &b), "loaded twice");
-    let err = engine.evict_srs(&path).unwrap_err();
+    let err = engine.evict_srs(&path).unwrap_err().to_string();
     assert!(err.contains("in use"), "{err}");
     drop((a, b));
     assert!(engine.evict_idle_srs(Duration::from_secs(3600)).is_empty());
     assert_eq!(engine.evict_idle_srs(Duration::ZERO), vec![path.clone()]);
-    assert!(engine.evict_srs(&path).unwrap_err().contains("not loaded"));
-    let bad = dir.path().join("missing.params");
     assert!(engine
-        .load_srs(&bad)
+        .evict_srs(&path)
         .unwrap_err()
-        .contains("missing.params"));
+        .to_string()
+        .contains("not loaded"));
+    let bad = dir.path().join("missing.params");
+    // The error names the file, as text and as the variant's path.
+    let err = engine.load_srs(&bad).unwrap_err();
+    assert!(
+        matches!(&err, cuzk_actors::EngineError::Srs { path, .. } if *path == bad),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("missing.params"), "{err}");
 }
 
 /// Spans of `stage` on one GPU's different workers that overlap by more than `slack_us`.

@@ -1,6 +1,8 @@
 //! The crate's rooms keep their direction (see the crate documentation): `pipeline/` and
-//! `resources/` never import `daemon/`, and `resources/` never imports `pipeline/`. Checked on
-//! the sources, so a reference that breaks it fails here, naming its file and line.
+//! `resources/` never import `daemon/`, and `resources/` never imports `pipeline/`. And the
+//! public API fails with a typed error: no `pub fn` returns `Result<_, String>` (an embedder
+//! gets `cuzk_actors::EngineError`; crate-internal helpers may keep `String`). Both checked on
+//! the sources, so a line that breaks them fails here, naming its file and line.
 
 use std::path::{Path, PathBuf};
 
@@ -178,4 +180,116 @@ fn the_room_check_finds_every_form_of_reference_and_only_those() {
     assert!(lines("use crate::{log, pipeline::daemonize};").is_empty());
     assert!(lines("use cuzk_engine::daemon::X;").is_empty());
     assert!(lines("let s = mycrate::daemon::X;").is_empty());
+}
+
+/// The signatures (from `pub fn` to the body's `{` or the `;`) of the `pub` functions in `text`
+/// that return `Result<_, String>`, with their first line; `pub(crate)`, `pub(super)` and
+/// `pub(in …)` are not public and left out.
+fn string_results(text: &str) -> Vec<(usize, String)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut found = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let code = code_of(line).trim_start();
+        let Some(rest) = code.strip_prefix("pub ") else {
+            continue;
+        };
+        let rest = ["async ", "const ", "unsafe "]
+            .iter()
+            .fold(rest.trim_start(), |r, q| r.strip_prefix(q).unwrap_or(r));
+        if !rest.starts_with("fn ") {
+            continue;
+        }
+        let mut sig = String::new();
+        for l in &lines[i..] {
+            let c = code_of(l);
+            sig.push_str(c.trim());
+            sig.push(' ');
+            if c.contains('{') || c.trim_end().ends_with(';') {
+                break;
+            }
+        }
+        let sig = sig
+            .split('{')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .trim_end_matches(';');
+        // The return type: after the first `->` outside the parameters' parentheses.
+        let mut depth = 0i32;
+        let mut arrow = None;
+        for (at, c) in sig.char_indices() {
+            match c {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                '-' if depth == 0 && sig[at..].starts_with("->") => {
+                    arrow = Some(at + 2);
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let Some(at) = arrow else {
+            continue;
+        };
+        let ret = sig[at..].split(" where ").next().unwrap_or("");
+        let ret: String = ret.chars().filter(|c| !c.is_whitespace()).collect();
+        if ret.starts_with("Result<") && ret.ends_with(",String>") {
+            found.push((i + 1, sig.to_string()));
+        }
+    }
+    found
+}
+
+#[test]
+fn no_public_function_returns_a_string_error() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut v = Vec::new();
+    let mut files = sources("");
+    files.sort();
+    for file in files {
+        let text = std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("reading {}: {e}", file.display()));
+        for (line, sig) in string_results(&text) {
+            let name = file.strip_prefix(&src).unwrap_or(&file).display();
+            v.push(format!("src/{name}:{line}: {sig}"));
+        }
+    }
+    assert!(
+        v.is_empty(),
+        "public functions must return cuzk_actors::EngineError, not String:\n{}",
+        v.join("\n")
+    );
+}
+
+#[test]
+fn the_string_error_check_finds_public_signatures_over_several_lines_and_only_those() {
+    let lines =
+        |text: &str| -> Vec<usize> { string_results(text).into_iter().map(|(l, _)| l).collect() };
+    // Each of these is public and returns a String error.
+    assert_eq!(lines("pub fn f() -> Result<(), String> {"), [1]);
+    assert_eq!(
+        lines("    pub fn f(&self) -> Result<Vec<u8>, String>;"),
+        [1]
+    );
+    assert_eq!(
+        lines("pub fn f(\n    a: u8,\n) -> Result<(u8, u8), String> {\n}"),
+        [1]
+    );
+    assert_eq!(lines("pub async fn f() -> Result<u8,String> {"), [1]);
+    assert_eq!(
+        lines("x\npub fn f<T>(t: T) -> Result<T, String>\nwhere\n    T: Send,\n{"),
+        [2]
+    );
+    // These are not.
+    assert!(lines("pub(crate) fn f() -> Result<(), String> {").is_empty());
+    assert!(lines("pub(super) fn f() -> Result<(), String> {").is_empty());
+    assert!(lines("fn f() -> Result<(), String> {").is_empty());
+    assert!(lines("pub fn f() -> Result<(), EngineError> {").is_empty());
+    assert!(lines("pub fn f() -> Result<String, EngineError> {").is_empty());
+    assert!(lines("pub fn f(g: impl Fn() -> Result<(), String>) -> u8 {").is_empty());
+    assert_eq!(
+        lines("pub fn f(g: impl Fn() -> Result<(), String>) -> Result<(), String> {"),
+        [1]
+    );
+    assert!(lines("// pub fn f() -> Result<(), String> {").is_empty());
 }

@@ -11,7 +11,7 @@ use cuzk_actors::daemon::jobs::JobTable;
 use cuzk_actors::daemon::metrics::{serve_http, Metrics, Readiness, State};
 use cuzk_actors::daemon::settings::Settings;
 use cuzk_actors::log;
-use cuzk_actors::Engine;
+use cuzk_actors::{Engine, EngineError};
 
 use crate::common::Result;
 
@@ -54,7 +54,7 @@ fn nonempty(s: &str) -> Option<String> {
 }
 
 /// The settings of `file` (and the environment), with the command line's overrides.
-fn settings(file: Option<&Path>, cli: &Overrides) -> std::result::Result<Settings, String> {
+fn settings(file: Option<&Path>, cli: &Overrides) -> std::result::Result<Settings, EngineError> {
     let mut s = Settings::load(file)?;
     if let Some(p) = &cli.grpc_socket {
         s.grpc.unix_socket = p.display().to_string();
@@ -81,13 +81,13 @@ fn reloader(
     cli: Overrides,
     current: Settings,
     cancel_on_disconnect: Arc<AtomicBool>,
-) -> impl Fn(Option<&Path>, &JobTable) -> std::result::Result<String, String> + Send + Sync {
+) -> impl Fn(Option<&Path>, &JobTable) -> std::result::Result<String, EngineError> + Send + Sync {
     let current = Mutex::new(current);
     move |path: Option<&Path>, jobs: &JobTable| {
         let new = settings(path.or(file.as_deref()), &cli)?;
         let mut cur = current
             .lock()
-            .map_err(|_| "reload: settings lock poisoned".to_string())?;
+            .map_err(|_| EngineError::Stopped("reload: settings lock poisoned".into()))?;
         let changed = cur.live_changes(&new)?;
         jobs.set_retain(Duration::from_secs(new.jobs.retain_s));
         cancel_on_disconnect.store(new.grpc.cancel_on_disconnect, Ordering::Release);
@@ -145,7 +145,9 @@ pub fn run(a: Args) -> Result<()> {
         ready: ready.clone(),
         reload: Some(Arc::new(move |p: Option<&Path>| match reload_table.get() {
             Some(jobs) => reload_fn(p, jobs),
-            None => Err("reload: the engine is still starting".into()),
+            None => Err(EngineError::Rejected(
+                "reload: the engine is still starting".into(),
+            )),
         })),
         example_params_dir: a.params_dir.unwrap_or_else(crate::default_params_dir),
         filecoin: filecoin.clone(),

@@ -510,6 +510,11 @@ fn a_starting_daemon_says_so() {
     .err()
     .unwrap();
     assert!(
+        matches!(&err, cuzk_actors::EngineError::Config { key, .. } if key == "grpc.tcp_listen"),
+        "{err:?}"
+    );
+    let err = err.to_string();
+    assert!(
         err.contains("not a loopback address") && err.contains("grpc.token"),
         "{err}"
     );

@@ -16,6 +16,7 @@ use crate::log;
 use crate::pipeline::engine::Engine;
 use crate::pipeline::job::{JobError, JobHandle, JobId, JobOutput};
 use crate::pipeline::timeline::StageTotals;
+use crate::EngineError;
 
 /// How a job ended.
 #[derive(Debug, Clone)]
@@ -237,8 +238,8 @@ impl JobTable {
     }
 
     /// Cancels a live job: `Ok(true)` if it was running and is now cancelled, `Ok(false)` if it
-    /// had already ended, `Err` if no such job is known.
-    pub fn cancel(&self, id: JobId) -> Result<bool, String> {
+    /// had already ended, [`EngineError::UnknownJob`] if no such job is known.
+    pub fn cancel(&self, id: JobId) -> Result<bool, EngineError> {
         match self.get(id) {
             Some(t) if t.outcome().is_some() => Ok(false),
             Some(t) => {
@@ -248,10 +249,10 @@ impl JobTable {
                 Ok(was)
             }
             None if self.engine.cancel(id) => Ok(true),
-            None => Err(format!(
-                "job {id} is unknown (never submitted here, or forgotten {} s after it ended)",
-                self.retain().as_secs()
-            )),
+            None => Err(EngineError::UnknownJob {
+                job: id,
+                retain_s: self.retain().as_secs(),
+            }),
         }
     }
 

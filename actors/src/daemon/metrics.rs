@@ -21,6 +21,7 @@ use crate::daemon::jobs::JobTable;
 use crate::pipeline::engine::Engine;
 use crate::pipeline::timeline::{busy_fraction, histogram_family, HistogramFamily, Labels};
 use crate::resources::budget::UNLIMITED;
+use crate::EngineError;
 
 /// The window over which `cuzk_gpu_busy_fraction` is measured.
 pub const BUSY_WINDOW: Duration = Duration::from_secs(60);
@@ -132,7 +133,7 @@ impl Metrics {
         engine: &Engine,
         jobs: Option<&JobTable>,
         state: State,
-    ) -> Result<String, String> {
+    ) -> Result<String, EngineError> {
         let mut r = Registry::with_prefix("cuzk");
         r.register(
             "proofs_submitted",
@@ -303,13 +304,14 @@ impl Metrics {
             },
         );
         let mut out = String::new();
-        encode(&mut out, &r).map_err(|e| format!("encoding metrics: {e}"))?;
+        encode(&mut out, &r)
+            .map_err(|e| EngineError::io("metrics", format!("encoding metrics: {e}")))?;
         Ok(out)
     }
 }
 
 /// What the HTTP endpoint renders on each request.
-pub type Render = Arc<dyn Fn() -> Result<String, String> + Send + Sync>;
+pub type Render = Arc<dyn Fn() -> Result<String, EngineError> + Send + Sync>;
 
 /// A running `/metrics` endpoint.
 pub struct HttpServer {
@@ -318,12 +320,15 @@ pub struct HttpServer {
 
 /// Serves `GET /metrics` on `addr` (one thread; each request handled and closed; anything else is
 /// 404, a malformed request 400). Returns once the socket is bound.
-pub fn serve_http(addr: &str, render: Render) -> Result<HttpServer, String> {
-    let listener =
-        TcpListener::bind(addr).map_err(|e| format!("metrics.http_listen {addr}: {e}"))?;
-    let bound = listener
-        .local_addr()
-        .map_err(|e| format!("metrics.http_listen {addr}: {e}"))?;
+pub fn serve_http(addr: &str, render: Render) -> Result<HttpServer, EngineError> {
+    let listen = |e: std::io::Error| {
+        EngineError::io(
+            "metrics.http_listen",
+            format!("metrics.http_listen {addr}: {e}"),
+        )
+    };
+    let listener = TcpListener::bind(addr).map_err(listen)?;
+    let bound = listener.local_addr().map_err(listen)?;
     std::thread::Builder::new()
         .name("cuzk-metrics-http".into())
         .spawn(move || {
@@ -334,7 +339,7 @@ pub fn serve_http(addr: &str, render: Render) -> Result<HttpServer, String> {
                 let _ = answer(s, &render);
             }
         })
-        .map_err(|e| format!("starting the metrics thread: {e}"))?;
+        .map_err(|e| EngineError::Start(format!("starting the metrics thread: {e}")))?;
     Ok(HttpServer { addr: bound })
 }
 

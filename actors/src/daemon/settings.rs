@@ -12,6 +12,7 @@ use crate::pipeline::engine::{Engine, EngineConfig};
 use crate::resources::devices;
 /// The backend and residency choices are the devices' own; the settings name them.
 pub use crate::resources::devices::{BackendChoice, Residency};
+use crate::EngineError;
 
 /// The defaults, compiled in: the same file a deployment copies.
 pub const DEFAULT_TOML: &str = include_str!("../../../config/cuzk.toml");
@@ -162,7 +163,7 @@ pub struct SrsSection {
 
 impl Settings {
     /// The defaults, then `file` (if given), then the environment.
-    pub fn load(file: Option<&Path>) -> Result<Settings, String> {
+    pub fn load(file: Option<&Path>) -> Result<Settings, EngineError> {
         Self::load_with_env(file, std::env::vars())
     }
 
@@ -170,14 +171,17 @@ impl Settings {
     pub fn load_with_env(
         file: Option<&Path>,
         env: impl IntoIterator<Item = (String, String)>,
-    ) -> Result<Settings, String> {
+    ) -> Result<Settings, EngineError> {
         let mut b = config::Config::builder().add_source(config::File::from_str(
             DEFAULT_TOML,
             config::FileFormat::Toml,
         ));
         if let Some(f) = file {
             if !f.exists() {
-                return Err(format!("config file {} does not exist", f.display()));
+                return Err(EngineError::config(
+                    f.display().to_string(),
+                    format!("config file {} does not exist", f.display()),
+                ));
             }
             b = b.add_source(config::File::from(f).format(config::FileFormat::Toml));
         }
@@ -192,22 +196,31 @@ impl Settings {
                 .try_parsing(true)
                 .source(Some(env)),
         );
-        let cfg = b.build().map_err(|e| format!("config: {e}"))?;
+        let cfg = b
+            .build()
+            .map_err(|e| EngineError::config("config", format!("config: {e}")))?;
         let s: Settings = cfg.try_deserialize().map_err(|e| {
-            format!(
-                "config{}: {e}",
-                file.map(|f| format!(" {}", f.display()))
-                    .unwrap_or_default()
-            )
+            let file = file.map(|f| format!(" {}", f.display()));
+            EngineError::config("config", format!("config{}: {e}", file.unwrap_or_default()))
         })?;
+        // The same error, its text prefixed as every other error of the configuration is.
+        let prefixed = |e: EngineError| match e {
+            EngineError::Config { key, detail } => {
+                EngineError::config(key, format!("config: {detail}"))
+            }
+            other => other,
+        };
         if s.engine.gpu_workers_per_device == 0 {
-            return Err("config: engine.gpu_workers_per_device must be at least 1".into());
+            return Err(EngineError::config(
+                "engine.gpu_workers_per_device",
+                "config: engine.gpu_workers_per_device must be at least 1",
+            ));
         }
         s.log
             .format
             .parse::<crate::log::Format>()
-            .map_err(|e| format!("config: {e}"))?;
-        crate::log::parse_level(&s.log.level).map_err(|e| format!("config: {e}"))?;
+            .map_err(prefixed)?;
+        crate::log::parse_level(&s.log.level).map_err(prefixed)?;
         if let Some(dup) = s
             .engine
             .gpus
@@ -215,16 +228,25 @@ impl Settings {
             .enumerate()
             .find(|(i, g)| s.engine.gpus[..*i].contains(g))
         {
-            return Err(format!(
-                "config: engine.gpus lists CUDA device {} twice ({:?})",
-                dup.1, s.engine.gpus
+            return Err(EngineError::config(
+                "engine.gpus",
+                format!(
+                    "config: engine.gpus lists CUDA device {} twice ({:?})",
+                    dup.1, s.engine.gpus
+                ),
             ));
         }
         if s.engine.cpu_devices == 0 {
-            return Err("config: engine.cpu_devices must be at least 1".into());
+            return Err(EngineError::config(
+                "engine.cpu_devices",
+                "config: engine.cpu_devices must be at least 1",
+            ));
         }
         if s.grpc.max_message_mib == 0 {
-            return Err("config: grpc.max_message_mib must be at least 1".into());
+            return Err(EngineError::config(
+                "grpc.max_message_mib",
+                "config: grpc.max_message_mib must be at least 1",
+            ));
         }
         Ok(s)
     }
@@ -254,8 +276,8 @@ impl Settings {
     }
 
     /// The live-changeable keys that differ in `new`, or an error naming every changed key that
-    /// needs a restart (nothing is to be applied then).
-    pub fn live_changes(&self, new: &Settings) -> Result<Vec<String>, String> {
+    /// needs a restart (nothing is to be applied then: [`EngineError::Rejected`]).
+    pub fn live_changes(&self, new: &Settings) -> Result<Vec<String>, EngineError> {
         let changed = self.changed_keys(new);
         let fixed: Vec<&String> = changed
             .iter()
@@ -263,7 +285,7 @@ impl Settings {
             .collect();
         if !fixed.is_empty() {
             let names: Vec<&str> = fixed.iter().map(|k| k.as_str()).collect();
-            return Err(format!("reload refused: {} cannot change while the daemon runs (restart it); live keys are {}", names.join(", "), LIVE_KEYS.join(", ")));
+            return Err(EngineError::Rejected(format!("reload refused: {} cannot change while the daemon runs (restart it); live keys are {}", names.join(", "), LIVE_KEYS.join(", "))));
         }
         Ok(changed)
     }
@@ -343,7 +365,7 @@ impl Engine {
     pub fn from_settings(
         settings: &Settings,
         resident: Option<u64>,
-    ) -> Result<(Engine, String), String> {
+    ) -> Result<(Engine, String), EngineError> {
         let e = &settings.engine;
         cuzk_engine::gpu::device::set_blocking_waits(e.gpu_wait == GpuWait::Block);
         let mut dev = devices::open_on(
@@ -414,20 +436,25 @@ mod tests {
         assert_eq!(cfg.srs_open.cache, CacheMode::Dir("/c".into()));
 
         std::fs::write(&f, "[engine]\ngpu_workerz = 2\n").unwrap();
-        let err = Settings::load_with_env(Some(&f), []).unwrap_err();
+        let err = Settings::load_with_env(Some(&f), [])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("gpu_workerz"), "{err}");
         std::fs::write(&f, "[engine]\ngpu_workers_per_device = 0\n").unwrap();
         assert!(Settings::load_with_env(Some(&f), [])
             .unwrap_err()
+            .to_string()
             .contains("at least 1"));
         assert!(
             Settings::load_with_env(Some(&dir.path().join("none.toml")), [])
                 .unwrap_err()
+                .to_string()
                 .contains("does not exist")
         );
         std::fs::write(&f, "[log]\nformat = \"xml\"\n").unwrap();
         assert!(Settings::load_with_env(Some(&f), [])
             .unwrap_err()
+            .to_string()
             .contains("log.format `xml`"));
     }
 
@@ -454,26 +481,66 @@ mod tests {
             let s = Settings::load_with_env(Some(&f), env(v)).unwrap();
             assert_eq!(s.engine.gpus, want, "CUZK_ENGINE__GPUS={v:?}");
         }
-        let err = Settings::load_with_env(None, env("0,x")).unwrap_err();
+        let err = Settings::load_with_env(None, env("0,x"))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("engine.gpus") && err.contains("`x`"), "{err}");
-        let err = Settings::load_with_env(None, env("1,0,1")).unwrap_err();
+        let err = Settings::load_with_env(None, env("1,0,1"))
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("engine.gpus") && err.contains("twice"),
             "{err}"
         );
         std::fs::write(&f, "[engine]\ngpus = [0, 0]\n").unwrap();
-        let err = Settings::load_with_env(Some(&f), []).unwrap_err();
+        let err = Settings::load_with_env(Some(&f), [])
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("engine.gpus") && err.contains("device 0 twice"),
             "{err}"
         );
         std::fs::write(&f, "[engine]\ncpu_devices = 0\n").unwrap();
-        let err = Settings::load_with_env(Some(&f), []).unwrap_err();
+        let err = Settings::load_with_env(Some(&f), [])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("engine.cpu_devices"), "{err}");
         // Changing the placement needs a restart.
         let mut n = d.clone();
         n.engine.gpus = vec![1];
-        assert!(d.live_changes(&n).unwrap_err().contains("engine.gpus"));
+        assert!(d
+            .live_changes(&n)
+            .unwrap_err()
+            .to_string()
+            .contains("engine.gpus"));
+    }
+
+    #[test]
+    fn configuration_errors_name_the_key_at_fault_and_a_refused_reload_is_rejected() {
+        let key_of = |env: &[(&str, &str)]| {
+            let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+            match Settings::load_with_env(None, env).unwrap_err() {
+                EngineError::Config { key, detail } => {
+                    assert!(detail.starts_with("config"), "{detail}");
+                    key
+                }
+                other => panic!("not a configuration error: {other:?}"),
+            }
+        };
+        assert_eq!(key_of(&[("CUZK_LOG__LEVEL", "loud")]), "log.level");
+        assert_eq!(key_of(&[("CUZK_LOG__FORMAT", "xml")]), "log.format");
+        assert_eq!(key_of(&[("CUZK_ENGINE__GPUS", "1,1")]), "engine.gpus");
+        assert_eq!(
+            key_of(&[("CUZK_ENGINE__CPU_DEVICES", "0")]),
+            "engine.cpu_devices"
+        );
+        let d = Settings::load_with_env(None, []).unwrap();
+        let mut n = d.clone();
+        n.engine.synth_threads = 3;
+        assert!(matches!(
+            d.live_changes(&n),
+            Err(EngineError::Rejected(m)) if m.starts_with("reload refused")
+        ));
     }
 
     #[test]
@@ -492,7 +559,9 @@ mod tests {
         let s = Settings::load_with_env(Some(&f), env).unwrap();
         assert_eq!(s.filecoin_params_dir(), Some(PathBuf::from("/p/env")));
         std::fs::write(&f, "[filecoin]\nparams_directory = \"/p\"\n").unwrap();
-        let err = Settings::load_with_env(Some(&f), []).unwrap_err();
+        let err = Settings::load_with_env(Some(&f), [])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("params_directory"), "{err}");
     }
 
@@ -516,7 +585,7 @@ mod tests {
         );
         n.engine.synth_threads = 3;
         n.grpc.tcp_listen = "127.0.0.1:1".into();
-        let err = d.live_changes(&n).unwrap_err();
+        let err = d.live_changes(&n).unwrap_err().to_string();
         let refused = err.split(" cannot change").next().unwrap();
         assert!(
             refused.contains("engine.synth_threads")

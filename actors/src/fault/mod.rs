@@ -117,7 +117,7 @@ pub struct Faults;
 impl Faults {
     /// Never fires.
     #[inline(always)]
-    pub fn hit(&self, _: Site) -> Result<(), String> {
+    pub(crate) fn hit(&self, _: Site) -> Result<(), String> {
         Ok(())
     }
     /// Never corrupts.
@@ -136,7 +136,7 @@ pub fn scope<T>(_: PartKey, f: impl FnOnce() -> T) -> T {
 
 /// Runs `f`, turning a panic into an error naming `what` (a panic inside a backend call or a
 /// stage must fail its partition, never kill the actor's thread and leave the job unanswered).
-pub fn catch<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+pub(crate) fn catch<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
         Err(format!(
             "{what} panicked: {}",

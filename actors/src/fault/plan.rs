@@ -195,7 +195,7 @@ impl Faults {
     }
 
     /// The hook at a stage: `Err` for an injected error, a panic for `Panic`, a wait for `Block`.
-    pub fn hit(&self, site: Site) -> Result<(), String> {
+    pub(crate) fn hit(&self, site: Site) -> Result<(), String> {
         let mut st = self.state();
         let Some(i) = self.fire(&mut st, &site, |f| f != Fault::WrongResult) else {
             return Ok(());

@@ -8,6 +8,10 @@
 //! where nothing is staged and says what was freed ([`Evicted`]); [`Engine::install_srs`] puts a set built in memory where its
 //! file would be. [`Engine::shutdown`] answers every live job, waits for the running stages, and
 //! has each UploadActor unpin its staging buffers before the actors stop.
+//!
+//! Every call that can fail returns an [`EngineError`]: `Start` when the actors cannot start,
+//! `Srs` (naming the file) when parameters cannot be loaded, installed or evicted, `Busy` or
+//! `Stopped` when the actors cannot take or answer a request.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -34,6 +38,7 @@ use crate::pipeline::turns::Turns;
 use crate::pipeline::upload::UploadActor;
 use crate::resources::devices::Devices;
 use crate::resources::pinner::{HostPinner, PinApi};
+use crate::EngineError;
 
 /// How the pipeline is shaped.
 #[derive(Debug, Clone)]
@@ -149,7 +154,7 @@ impl Engine {
         cfg: EngineConfig,
         backends: Vec<Arc<dyn Pipeline>>,
         pin_api: Box<dyn PinApi>,
-    ) -> Result<Engine, String> {
+    ) -> Result<Engine, EngineError> {
         Engine::start_planned(cfg, backends, pin_api, crate::fault::Faults::default())
     }
 
@@ -161,7 +166,7 @@ impl Engine {
         backends: Vec<Arc<dyn Pipeline>>,
         pin_api: Box<dyn PinApi>,
         faults: crate::fault::Faults,
-    ) -> Result<Engine, String> {
+    ) -> Result<Engine, EngineError> {
         Engine::start_planned(cfg, backends, pin_api, faults)
     }
 
@@ -170,13 +175,13 @@ impl Engine {
         backends: Vec<Arc<dyn Pipeline>>,
         pin_api: Box<dyn PinApi>,
         faults: crate::fault::Faults,
-    ) -> Result<Engine, String> {
+    ) -> Result<Engine, EngineError> {
         if backends.is_empty() || backends.len() != cfg.vram_budget.len() {
-            return Err(format!(
+            return Err(EngineError::Start(format!(
                 "{} backends but {} VRAM budgets",
                 backends.len(),
                 cfg.vram_budget.len()
-            ));
+            )));
         }
         // The engine's diagnostics (`log` facade) into the slog logger, unless the embedding
         // program routes `log` itself.
@@ -237,24 +242,24 @@ impl Engine {
                             ..MsmCollector::new(gpu, b.clone(), verify, d.clone(), t.clone())
                         });
                         let turns = Arc::new(Turns::default());
+                        // Staged partitions wait here for a compute worker, highest priority first.
+                        let queue = Arc::new(ComputeQueue::default());
+                        let q = queue.clone();
                         let next_worker = Arc::new(AtomicUsize::new(0));
                         let (b, d, t) = (backend.clone(), reports.clone(), tl.clone());
                         let compute =
                             SyncArbiter::start(cfg.gpu_workers_per_device.max(1), move || {
                                 ComputeActor {
-                        // Staged partitions wait here for a compute worker, highest priority first.
-                        let queue = Arc::new(ComputeQueue::default());
-                        let q = queue.clone();
                                     gpu,
                                     worker: next_worker.fetch_add(1, Ordering::Relaxed),
                                     backend: b.clone(),
                                     turns: turns.clone(),
+                                    queue: q.clone(),
                                     collector: collector.clone(),
                                     reports: d.clone(),
                                     timeline: t.clone(),
                                 }
                             });
-                                    queue: q.clone(),
                         let (b, d, u, t, p, f) = (
                             backend.clone(),
                             reports.clone(),
@@ -306,10 +311,11 @@ impl Engine {
                     let _ = sys.run();
                 }
             })
-            .map_err(|e| format!("starting the actor thread: {e}"))?;
+            .map_err(|e| EngineError::Start(format!("starting the actor thread: {e}")))?;
         let s = rx
             .recv()
-            .map_err(|_| "the actor system failed to start".to_string())??;
+            .map_err(|_| EngineError::Start("the actor system failed to start".into()))?
+            .map_err(EngineError::Start)?;
         Ok(Engine {
             dispatcher: s.dispatcher,
             pinner: s.pinner,
@@ -324,7 +330,7 @@ impl Engine {
     /// Starts the pipeline on devices [`open_on`](crate::resources::devices::open_on) opened, under `cfg` (whose VRAM
     /// budgets are usually taken from `dev.free`): the SRS is kept resident where the devices
     /// say so, and status names each device as they do.
-    pub fn start_on(mut cfg: EngineConfig, dev: Devices) -> Result<Engine, String> {
+    pub fn start_on(mut cfg: EngineConfig, dev: Devices) -> Result<Engine, EngineError> {
         cfg.srs_resident = dev.srs_resident;
         let names = dev.names;
         let mut engine = Engine::start(cfg, dev.backends, dev.pin)?;
@@ -332,7 +338,10 @@ impl Engine {
         Ok(engine)
     }
 
-    pub fn submit(&self, spec: JobSpec) -> Result<JobHandle, String> {
+    /// Queues `spec`; [`EngineError::Busy`] where the queue cannot take it now,
+    /// [`EngineError::Stopped`] where the engine is gone. The job's own failure comes through
+    /// its handle ([`JobError`](crate::JobError)).
+    pub fn submit(&self, spec: JobSpec) -> Result<JobHandle, EngineError> {
         let (reply, rx) = crossbeam_channel::bounded(1);
         let (id_tx, id_rx) = crossbeam_channel::bounded(1);
         let submitted = Instant::now();
@@ -342,8 +351,14 @@ impl Engine {
                 reply,
                 id: id_tx,
             })
-            .map_err(|e| format!("engine not accepting jobs: {e}"))?;
-        let id = id_rx.recv().map_err(|_| "engine stopped".to_string())?;
+            .map_err(|e| {
+                let why = format!("engine not accepting jobs: {e}");
+                match e {
+                    SendError::Full(_) => EngineError::Busy(why),
+                    SendError::Closed(_) => EngineError::Stopped(why),
+                }
+            })?;
+        let id = id_rx.recv().map_err(|_| stopped())?;
         Ok(JobHandle { id, rx, submitted })
     }
 
@@ -354,7 +369,7 @@ impl Engine {
         rx.recv().unwrap_or(false)
     }
 
-    pub fn status(&self) -> Result<Status, String> {
+    pub fn status(&self) -> Result<Status, EngineError> {
         let (tx, rx) = crossbeam_channel::bounded(1);
         self.dispatcher.do_send(GetStatus(tx));
         answer(&rx, "the dispatcher (status)")
@@ -365,32 +380,37 @@ impl Engine {
     }
 
     /// Registered pinned bytes and registrations.
-    pub fn pinned(&self) -> Result<(usize, usize), String> {
+    pub fn pinned(&self) -> Result<(usize, usize), EngineError> {
         let (tx, rx) = crossbeam_channel::bounded(1);
         self.pinner.do_send(crate::resources::pinner::PinnedNow(tx));
         answer(&rx, "the host pinner (pinned bytes)")
     }
 
-    /// Opens (once; then shared) the parameter file at `path`.
-    pub fn load_srs(&self, path: &Path) -> Result<Arc<Srs>, String> {
+    /// Opens (once; then shared) the parameter file at `path`; [`EngineError::Srs`] naming it
+    /// where it cannot be opened.
+    pub fn load_srs(&self, path: &Path) -> Result<Arc<Srs>, EngineError> {
         let (tx, rx) = crossbeam_channel::bounded(1);
         self.loader.do_send(Load {
             path: path.into(),
             reply: tx,
         });
-        rx.recv().map_err(|_| "engine stopped".to_string())?
+        rx.recv()
+            .map_err(|_| stopped())?
+            .map_err(|e| EngineError::srs(path, e))
     }
 
     /// Installs parameters built in memory under `path`, where jobs find them as if loaded
     /// from that file (`cuzk filecoin setup --into-engine`: no file, no decode cache on disk).
-    pub fn install_srs(&self, path: &Path, srs: Arc<Srs>) -> Result<(), String> {
+    pub fn install_srs(&self, path: &Path, srs: Arc<Srs>) -> Result<(), EngineError> {
         let (tx, rx) = crossbeam_channel::bounded(1);
         self.loader.do_send(Install {
             path: path.into(),
             srs,
             reply: tx,
         });
-        rx.recv().map_err(|_| "engine stopped".to_string())?
+        rx.recv()
+            .map_err(|_| stopped())?
+            .map_err(|e| EngineError::srs(path, e))
     }
 
     /// Whether parameters are loaded (or installed) under `path`.
@@ -402,7 +422,7 @@ impl Engine {
 
     /// Evicts the parameters loaded from `path` (refused while a job holds them), and their
     /// resident copies on every GPU where nothing is staged; see [`Engine::evict_srs_freed`].
-    pub fn evict_srs(&self, path: &Path) -> Result<(), String> {
+    pub fn evict_srs(&self, path: &Path) -> Result<(), EngineError> {
         self.evict_srs_freed(path).map(|_| ())
     }
 
@@ -410,13 +430,16 @@ impl Engine {
     /// holds it), then, on every GPU where the parameters are resident and nothing is staged,
     /// their VRAM reservation (released by the dispatcher) and the device copy (freed by that
     /// GPU's UploadActor, `Backend::evict_resident`). Returns once the device copies are freed.
-    pub fn evict_srs_freed(&self, path: &Path) -> Result<Evicted, String> {
+    pub fn evict_srs_freed(&self, path: &Path) -> Result<Evicted, EngineError> {
         let (tx, rx) = crossbeam_channel::bounded(1);
         self.loader.do_send(Evict {
             path: path.into(),
             reply: tx,
         });
-        let srs = rx.recv().map_err(|_| "engine stopped".to_string())??;
+        let srs = rx
+            .recv()
+            .map_err(|_| stopped())?
+            .map_err(|e| EngineError::srs(path, e))?;
         let mut freed = Evicted {
             host_bytes: srs.point_bytes(),
             ..Evicted::default()
@@ -426,15 +449,19 @@ impl Engine {
             srs: Some(srs.clone()),
             reply: Some(tx),
         });
-        let dropped = rx.recv().map_err(|_| "engine stopped".to_string())?;
+        let dropped = rx.recv().map_err(|_| stopped())?;
         for d in dropped {
-            let device = d.freed.recv().map_err(|_| {
-                format!(
-                    "engine stopped while freeing the resident copy of {} on GPU {}",
-                    path.display(),
-                    d.gpu
-                )
-            })??;
+            let device = d
+                .freed
+                .recv()
+                .map_err(|_| {
+                    EngineError::Stopped(format!(
+                        "engine stopped while freeing the resident copy of {} on GPU {}",
+                        path.display(),
+                        d.gpu
+                    ))
+                })?
+                .map_err(|e| EngineError::srs(path, e))?;
             freed.gpus.push(GpuFreed {
                 gpu: d.gpu,
                 reserved: d.reserved,
@@ -446,10 +473,10 @@ impl Engine {
     }
 
     /// The open parameter files.
-    pub fn loaded_srs(&self) -> Result<Vec<LoadedSrs>, String> {
+    pub fn loaded_srs(&self) -> Result<Vec<LoadedSrs>, EngineError> {
         let (tx, rx) = crossbeam_channel::bounded(1);
         self.loader.do_send(List(tx));
-        rx.recv().map_err(|_| "engine stopped".to_string())
+        rx.recv().map_err(|_| stopped())
     }
 
     pub fn evict_idle_srs(&self, idle: Duration) -> Vec<PathBuf> {
@@ -516,11 +543,17 @@ const QUERY_WAIT: Duration = Duration::from_secs(30);
 
 /// An actor's answer to a query, or an error naming the actor (stopped, or busy past
 /// [`QUERY_WAIT`]), so a caller polling status never blocks for ever.
-fn answer<T>(rx: &crossbeam_channel::Receiver<T>, who: &str) -> Result<T, String> {
+fn answer<T>(rx: &crossbeam_channel::Receiver<T>, who: &str) -> Result<T, EngineError> {
     rx.recv_timeout(QUERY_WAIT).map_err(|e| match e {
-        crossbeam_channel::RecvTimeoutError::Timeout => {
-            format!("{who} did not answer within {} s", QUERY_WAIT.as_secs())
-        }
-        crossbeam_channel::RecvTimeoutError::Disconnected => "engine stopped".to_string(),
+        crossbeam_channel::RecvTimeoutError::Timeout => EngineError::Stopped(format!(
+            "{who} did not answer within {} s",
+            QUERY_WAIT.as_secs()
+        )),
+        crossbeam_channel::RecvTimeoutError::Disconnected => stopped(),
     })
+}
+
+/// An actor's answer lost: the engine stopped.
+fn stopped() -> EngineError {
+    EngineError::Stopped("engine stopped".into())
 }

@@ -89,7 +89,7 @@ impl JobSpec {
         srs: Arc<Srs>,
         circuits: Vec<C>,
         expected: Vec<Vec<Scalar>>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, crate::EngineError> {
         JobSpec::with_parallel_witness(srs, circuits, expected, None)
     }
 
@@ -101,13 +101,13 @@ impl JobSpec {
         circuits: Vec<C>,
         expected: Vec<Vec<Scalar>>,
         parallel: Option<ParallelWitness<C>>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, crate::EngineError> {
         if expected.len() != circuits.len() {
-            return Err(format!(
+            return Err(crate::EngineError::Rejected(format!(
                 "{} circuits but {} public-input vectors",
                 circuits.len(),
                 expected.len()
-            ));
+            )));
         }
         let partitions = circuits
             .into_iter()
@@ -191,7 +191,7 @@ fn synth_fn<C: Circuit<Scalar> + Send + 'static>(
         let asg = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).map_err(|p| {
             EngineError::Other(format!(
                 "partition {i}: synthesis panicked: {}",
-                panic_text(&p)
+                panic_text(&*p)
             ))
         })??;
         if let Some(e) = expected {

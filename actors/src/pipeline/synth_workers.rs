@@ -26,7 +26,7 @@ pub struct SynthWorkers {
 
 impl SynthWorkers {
     /// `threads` workers (at least one), named `cuzk-synth-<i>`.
-    pub fn new(threads: usize) -> Result<SynthWorkers, String> {
+    pub(crate) fn new(threads: usize) -> Result<SynthWorkers, String> {
         let (tx, rx) = unbounded::<Task>();
         for i in 0..threads.max(1) {
             let rx = rx.clone();

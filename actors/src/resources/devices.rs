@@ -6,6 +6,9 @@
 //! The engine numbers its devices 0, 1, … in the order selected (its device index: status, logs,
 //! budgets); each GPU's name carries its CUDA ordinal and PCI bus id. `CUDA_VISIBLE_DEVICES` is
 //! applied by the driver before any of this: ordinals are positions in that list.
+//!
+//! A selection this machine cannot satisfy is an [`EngineError::Config`] about `engine.gpus`;
+//! devices that cannot be opened, an [`EngineError::Devices`].
 
 use std::sync::Arc;
 
@@ -16,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::resources::cuda_pin::CudaPin;
 use crate::resources::pinner::{CountingPin, PinApi};
+use crate::EngineError;
 
 /// Which backend the devices run (`engine.backend`).
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
@@ -27,14 +31,15 @@ pub enum BackendChoice {
 }
 
 impl std::str::FromStr for BackendChoice {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = EngineError;
+    fn from_str(s: &str) -> Result<Self, EngineError> {
         match s {
             "auto" => Ok(BackendChoice::Auto),
             "cpu" => Ok(BackendChoice::Cpu),
             "cuda" => Ok(BackendChoice::Cuda),
-            other => Err(format!(
-                "unknown backend `{other}`; choose auto, cpu or cuda"
+            other => Err(EngineError::config(
+                "engine.backend",
+                format!("unknown backend `{other}`; choose auto, cpu or cuda"),
             )),
         }
     }
@@ -50,14 +55,15 @@ pub enum Residency {
 }
 
 impl std::str::FromStr for Residency {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = EngineError;
+    fn from_str(s: &str) -> Result<Self, EngineError> {
         match s {
             "auto" => Ok(Residency::Auto),
             "host" => Ok(Residency::Host),
             "device" => Ok(Residency::Device),
-            other => Err(format!(
-                "unknown SRS residency `{other}`; choose auto, host or device"
+            other => Err(EngineError::config(
+                "engine.srs_residency",
+                format!("unknown SRS residency `{other}`; choose auto, host or device"),
             )),
         }
     }
@@ -99,25 +105,30 @@ impl Default for Placement {
 }
 
 /// The CUDA ordinals to open, given `count` visible devices and `engine.gpus` (empty = all of
-/// them, in order); an ordinal out of range or listed twice is an error naming the key.
-pub fn select(count: usize, gpus: &[usize]) -> Result<Vec<usize>, String> {
+/// them, in order); an ordinal out of range or listed twice is an [`EngineError::Config`] about
+/// `engine.gpus`, no GPU at all [`EngineError::Devices`].
+pub fn select(count: usize, gpus: &[usize]) -> Result<Vec<usize>, EngineError> {
     if count == 0 {
-        return Err("no CUDA GPU is visible".into());
+        return Err(EngineError::Devices("no CUDA GPU is visible".into()));
     }
     if gpus.is_empty() {
         return Ok((0..count).collect());
     }
     for (i, &g) in gpus.iter().enumerate() {
         if g >= count {
-            return Err(format!(
-                "engine.gpus = {gpus:?}: CUDA device {g} does not exist ({count} visible: \
-                 ordinals 0..={})",
-                count - 1
+            return Err(EngineError::config(
+                "engine.gpus",
+                format!(
+                    "engine.gpus = {gpus:?}: CUDA device {g} does not exist ({count} visible: \
+                     ordinals 0..={})",
+                    count - 1
+                ),
             ));
         }
         if gpus[..i].contains(&g) {
-            return Err(format!(
-                "engine.gpus = {gpus:?}: CUDA device {g} is listed twice"
+            return Err(EngineError::config(
+                "engine.gpus",
+                format!("engine.gpus = {gpus:?}: CUDA device {g} is listed twice"),
             ));
         }
     }
@@ -134,11 +145,19 @@ fn visible_note() -> String {
 
 /// The CUDA ordinals `gpus` selects on this machine (no context is created), or why there are
 /// none usable.
-pub fn cuda_ordinals(gpus: &[usize]) -> Result<Vec<usize>, String> {
-    probe()?;
+pub fn cuda_ordinals(gpus: &[usize]) -> Result<Vec<usize>, EngineError> {
+    probe().map_err(EngineError::Devices)?;
     let count = cudarc::driver::CudaContext::device_count()
-        .map_err(|e| format!("cuDeviceGetCount: {e:?}"))? as usize;
-    select(count, gpus).map_err(|e| format!("{e}{}", visible_note()))
+        .map_err(|e| EngineError::Devices(format!("cuDeviceGetCount: {e:?}")))?
+        as usize;
+    // The same error, naming `CUDA_VISIBLE_DEVICES` where it renumbers the ordinals.
+    select(count, gpus).map_err(|e| match e {
+        EngineError::Config { key, detail } => {
+            EngineError::config(key, format!("{detail}{}", visible_note()))
+        }
+        EngineError::Devices(detail) => EngineError::Devices(format!("{detail}{}", visible_note())),
+        other => other,
+    })
 }
 
 /// The PCI bus id (`domain:bus:device.0`) of a GPU, if the driver tells it.
@@ -194,10 +213,10 @@ fn cuda(
     resident: Option<u64>,
     reserve: u64,
     gpus: &[usize],
-) -> Result<Devices, String> {
+) -> Result<Devices, EngineError> {
     let ordinals = cuda_ordinals(gpus)?;
     if ordinals.is_empty() {
-        return Err("no CUDA GPU selected".into());
+        return Err(EngineError::Devices("no CUDA GPU selected".into()));
     }
     let mut backends: Vec<Arc<dyn Pipeline>> = Vec::new();
     let mut free = Vec::new();
@@ -216,11 +235,12 @@ fn cuda(
         let (b, dev): (Arc<dyn Pipeline>, &GpuDevice);
         let (plain, piped);
         if staging {
-            piped = Arc::new(PipelinedGpu::new(i).map_err(|e| e.to_string())?);
+            piped =
+                Arc::new(PipelinedGpu::new(i).map_err(|e| EngineError::Devices(e.to_string()))?);
             dev = piped.inner().device();
             b = piped.clone();
         } else {
-            plain = Arc::new(GpuBackend::new(i).map_err(|e| e.to_string())?);
+            plain = Arc::new(GpuBackend::new(i).map_err(|e| EngineError::Devices(e.to_string()))?);
             dev = plain.device();
             b = plain.clone();
         }
@@ -228,7 +248,7 @@ fn cuda(
         trim(&ctx);
         let (f, total) = ctx
             .mem_get_info()
-            .map_err(|e| format!("cuMemGetInfo on CUDA device {i}: {e:?}"))?;
+            .map_err(|e| EngineError::Devices(format!("cuMemGetInfo on CUDA device {i}: {e:?}")))?;
         let id = match pci_bus_id(&ctx) {
             Some(bus) => format!("cuda {i}, pci {bus}"),
             None => format!("cuda {i}"),
@@ -249,7 +269,7 @@ fn cuda(
         free.push(f as u64);
         backends.push(b);
     }
-    let ctx = pin_ctx.ok_or("no CUDA GPU")?;
+    let ctx = pin_ctx.ok_or_else(|| EngineError::Devices("no CUDA GPU".into()))?;
     Ok(Devices {
         backends,
         free,
@@ -269,7 +289,7 @@ pub fn open(
     residency: Residency,
     resident: Option<u64>,
     reserve: u64,
-) -> Result<Devices, String> {
+) -> Result<Devices, EngineError> {
     open_on(choice, residency, resident, reserve, &Placement::default())
 }
 
@@ -281,7 +301,7 @@ pub fn open_on(
     resident: Option<u64>,
     reserve: u64,
     place: &Placement,
-) -> Result<Devices, String> {
+) -> Result<Devices, EngineError> {
     let n = place.cpu_devices;
     match choice {
         BackendChoice::Cpu => Ok(cpu(None, n)),
@@ -290,8 +310,8 @@ pub fn open_on(
             Ok(d) => Ok(d),
             // A selection this machine's GPUs cannot satisfy is a configuration error, not a
             // reason to prove on the CPU.
-            Err(why) if why.starts_with("engine.gpus") => Err(why),
-            Err(why) => Ok(cpu(Some(why), n)),
+            Err(why @ EngineError::Config { .. }) => Err(why),
+            Err(why) => Ok(cpu(Some(why.to_string()), n)),
         },
     }
 }
@@ -307,18 +327,30 @@ mod tests {
         assert_eq!(select(1, &[0]).unwrap(), vec![0]);
         let e = select(2, &[0, 2]).unwrap_err();
         assert!(
+            matches!(&e, EngineError::Config { key, .. } if key == "engine.gpus"),
+            "{e:?}"
+        );
+        let e = e.to_string();
+        assert!(
             e.contains("engine.gpus")
                 && e.contains("CUDA device 2 does not exist")
                 && e.contains("0..=1"),
             "{e}"
         );
-        let e = select(3, &[1, 0, 1]).unwrap_err();
+        let e = select(3, &[1, 0, 1]).unwrap_err().to_string();
         assert!(
             e.contains("engine.gpus") && e.contains("device 1 is listed twice"),
             "{e}"
         );
-        assert!(select(0, &[]).unwrap_err().contains("no CUDA GPU"));
-        assert!(select(0, &[0]).unwrap_err().contains("no CUDA GPU"));
+        assert!(select(0, &[])
+            .unwrap_err()
+            .to_string()
+            .contains("no CUDA GPU"));
+        let e = select(0, &[0]).unwrap_err();
+        assert!(
+            matches!(&e, EngineError::Devices(m) if m.contains("no CUDA GPU")),
+            "{e:?}"
+        );
     }
 
     #[test]

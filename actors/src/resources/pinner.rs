@@ -298,7 +298,7 @@ impl Handler<ReleaseStaging> for HostPinner {
 }
 
 /// Asks `pinner` for `count` pinned staging buffers of `bytes` each and waits for them.
-pub fn staging_blocking(
+pub(crate) fn staging_blocking(
     pinner: &Addr<HostPinner>,
     count: usize,
     bytes: usize,
@@ -410,7 +410,7 @@ impl Drop for PinLease {
 }
 
 /// Asks `pinner` to pin `ranges` and waits for the lease (callable from any thread).
-pub fn pin_blocking(
+pub(crate) fn pin_blocking(
     pinner: &Addr<HostPinner>,
     ranges: Vec<(usize, usize)>,
 ) -> Result<PinLease, String> {

@@ -7,6 +7,7 @@
 
 use cuzk_actors::daemon::settings::{BackendChoice, Settings};
 use cuzk_actors::pipeline::timeline::{busy_fraction, Span, KERNEL_STAGES};
+use cuzk_actors::EngineError;
 
 use crate::common::Result;
 
@@ -30,7 +31,7 @@ impl Sweep {
             BackendChoice::Cuda => Some(cuzk_actors::resources::devices::cuda_ordinals(gpus)?),
             BackendChoice::Auto => match cuzk_actors::resources::devices::cuda_ordinals(gpus) {
                 Ok(o) => Some(o),
-                Err(e) if e.starts_with("engine.gpus") => return Err(e.into()),
+                Err(e @ EngineError::Config { .. }) => return Err(e.into()),
                 Err(e) => {
                     println!("# no usable CUDA GPU ({e}): the sweep runs CPU backends as devices");
                     None

@@ -3,6 +3,8 @@
 //! connection is closed (its framing is lost); the engine and the other connections go on.
 //! Jobs live in the daemon's [`JobTable`] (shared with the gRPC service): `Wait` may be asked
 //! again, from any connection, until the job is forgotten (`jobs.retain_s` after its end).
+//! A failed call on the engine is answered as [`reply_of`] says: `Response::Error` with the
+//! [`EngineError`]'s text.
 
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
@@ -20,13 +22,15 @@ use crate::daemon::jobs::{JobTable, Submission};
 use crate::daemon::metrics::{Readiness, State};
 use crate::pipeline::engine::Engine;
 use crate::pipeline::job::JobSpec;
+use crate::EngineError;
 
 /// A circuit kind of the embedding program: turns a `ProveCustom` request's input bytes into a
-/// job (an error names what was wrong with them; a panic is caught and reported the same way).
-pub type CustomKind = Arc<dyn Fn(&Engine, &[u8]) -> Result<JobSpec, String> + Send + Sync>;
+/// job (an error, [`EngineError::Rejected`] for bad input, names what was wrong with them; a
+/// panic is caught and reported the same way).
+pub type CustomKind = Arc<dyn Fn(&Engine, &[u8]) -> Result<JobSpec, EngineError> + Send + Sync>;
 
 /// Applies a config file's live-changeable settings; answers what changed, or why it was refused.
-pub type ReloadFn = Arc<dyn Fn(Option<&Path>) -> Result<String, String> + Send + Sync>;
+pub type ReloadFn = Arc<dyn Fn(Option<&Path>) -> Result<String, EngineError> + Send + Sync>;
 
 /// What the server needs besides the engine.
 #[derive(Clone, Default)]
@@ -94,7 +98,7 @@ impl ControlServer {
         jobs: Arc<JobTable>,
         path: &Path,
         opts: ServerOptions,
-    ) -> Result<ControlServer, String> {
+    ) -> Result<ControlServer, EngineError> {
         let s = Self::bind(path, opts)?;
         s.attach(jobs);
         Ok(s)
@@ -111,21 +115,23 @@ impl ControlServer {
 
     /// Binds `path` (replacing a stale socket file), mode 0600, and starts serving, before the
     /// engine exists (see [`attach`](Self::attach)).
-    pub fn bind(path: &Path, opts: ServerOptions) -> Result<ControlServer, String> {
+    pub fn bind(path: &Path, opts: ServerOptions) -> Result<ControlServer, EngineError> {
+        let io =
+            |detail: String| EngineError::io(format!("control socket {}", path.display()), detail);
         if path.exists() {
             if UnixStream::connect(path).is_ok() {
-                return Err(format!(
+                return Err(io(format!(
                     "{}: another daemon is listening there",
                     path.display()
-                ));
+                )));
             }
             std::fs::remove_file(path)
-                .map_err(|e| format!("removing the stale socket {}: {e}", path.display()))?;
+                .map_err(|e| io(format!("removing the stale socket {}: {e}", path.display())))?;
         }
         let listener =
-            UnixListener::bind(path).map_err(|e| format!("binding {}: {e}", path.display()))?;
+            UnixListener::bind(path).map_err(|e| io(format!("binding {}: {e}", path.display())))?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-            .map_err(|e| format!("chmod 0600 {}: {e}", path.display()))?;
+            .map_err(|e| io(format!("chmod 0600 {}: {e}", path.display())))?;
         let shared = Arc::new(Shared {
             live: std::sync::OnceLock::new(),
             opts,
@@ -166,7 +172,7 @@ impl ControlServer {
                 }
                 let _ = std::fs::remove_file(&sh.path);
             })
-            .map_err(|e| format!("starting the control thread: {e}"))?;
+            .map_err(|e| EngineError::Start(format!("starting the control thread: {e}")))?;
         Ok(ControlServer {
             shared,
             thread: Some(thread),
@@ -238,6 +244,15 @@ fn starting(sh: &Shared, req: Request) -> Response {
     }
 }
 
+/// The answer to a call on the engine that failed with `e`: its text, after `about` where the
+/// request names what it was about. The one place an [`EngineError`] becomes a reply.
+fn reply_of(e: &EngineError, about: Option<&str>) -> Response {
+    match about {
+        Some(about) => Response::Error(format!("{about}: {e}")),
+        None => Response::Error(e.to_string()),
+    }
+}
+
 fn handle(sh: &Arc<Shared>, req: Request) -> Response {
     let Some(live) = sh.live.get() else {
         return starting(sh, req);
@@ -258,32 +273,32 @@ fn handle(sh: &Arc<Shared>, req: Request) -> Response {
                 v["tracked_jobs"] = live.jobs.all().len().into();
                 Response::Json(v.to_string())
             }
-            (Err(x), _) | (_, Err(x)) => Response::Error(x),
+            (Err(x), _) | (_, Err(x)) => reply_of(&x, None),
         },
         Request::Metrics => match live.jobs.metrics().render(e, Some(&live.jobs), sh.opts.ready.get()) {
             Ok(text) => Response::Ok(text),
-            Err(x) => Response::Error(x),
+            Err(x) => reply_of(&x, None),
         },
         Request::Ready => Response::Ok(sh.opts.ready.get().name().into()),
         Request::Reload { path } => match &sh.opts.reload {
             Some(f) => match f(path.as_deref().map(Path::new)) {
                 Ok(what) => Response::Ok(what),
-                Err(x) => Response::Error(x),
+                Err(x) => reply_of(&x, None),
             },
             None => Response::Error("reload: this server was started without a settings file to reload".into()),
         },
         Request::Cancel { job } => match live.jobs.cancel(job) {
             Ok(true) => Response::Ok(format!("job {job} cancelled")),
             Ok(false) => Response::Error(format!("job {job} is not running (it already ended)")),
-            Err(x) => Response::Error(format!("job {job} is not running: {x}")),
+            Err(x) => reply_of(&x, Some(&format!("job {job} is not running"))),
         },
         Request::Preload { path } => match e.load_srs(Path::new(&path)) {
             Ok(srs) => Response::Ok(format!("{path}: loaded ({:?})", srs.origin())),
-            Err(x) => Response::Error(x),
+            Err(x) => reply_of(&x, None),
         },
         Request::Evict { path } => match e.evict_srs(Path::new(&path)) {
             Ok(()) => Response::Ok(format!("{path}: evicted")),
-            Err(x) => Response::Error(x),
+            Err(x) => reply_of(&x, None),
         },
         Request::Pause => {
             e.set_paused(true);
@@ -349,7 +364,7 @@ fn prove_filecoin(sh: &Arc<Shared>, live: &Live, req: cuzk_filecoin::ProofReques
             live.jobs.track(j.handle, sub);
             Response::Submitted { job }
         }
-        Err(x) => Response::Error(format!("{kind} request: {x}")),
+        Err(x) => reply_of(&x, Some(&format!("{kind} request"))),
     }
 }
 
@@ -373,7 +388,7 @@ fn prove_custom(sh: &Arc<Shared>, live: &Live, kind: &str, input: &[u8]) -> Resp
         make(&live.engine, input)
     })) {
         Ok(Ok(spec)) => spec.kind(kind),
-        Ok(Err(x)) => return Response::Error(format!("{kind} request: {x}")),
+        Ok(Err(x)) => return reply_of(&x, Some(&format!("{kind} request"))),
         Err(p) => {
             return Response::Error(format!(
                 "{kind} request: building the job panicked: {}",
@@ -396,7 +411,7 @@ fn prove_custom(sh: &Arc<Shared>, live: &Live, kind: &str, input: &[u8]) -> Resp
             );
             Response::Submitted { job }
         }
-        Err(x) => Response::Error(x),
+        Err(x) => reply_of(&x, None),
     }
 }
 
@@ -425,7 +440,7 @@ fn prove_example(
     }
     let srs = match live.engine.load_srs(&path) {
         Ok(s) => s,
-        Err(x) => return Response::Error(x),
+        Err(x) => return reply_of(&x, None),
     };
     let circuits: Vec<Example> = (0..partitions)
         .filter_map(|p| Example::new(circuit, size, 1000 + p as u64))
@@ -444,6 +459,6 @@ fn prove_example(
             );
             Response::Submitted { job }
         }
-        Err(x) => Response::Error(x),
+        Err(x) => reply_of(&x, None),
     }
 }

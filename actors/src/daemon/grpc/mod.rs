@@ -8,7 +8,8 @@
 //! Errors are gRPC statuses that name what was wrong: `INVALID_ARGUMENT` for a request that
 //! cannot be proved as it stands, `NOT_FOUND` for an unknown job or a missing parameter file,
 //! `FAILED_PRECONDITION` for an evict refused while a job holds the parameters, `UNAVAILABLE`
-//! while starting or draining, `UNAUTHENTICATED` for a wrong token.
+//! while starting or draining, `UNAUTHENTICATED` for a wrong token. An [`EngineError`](crate::EngineError)
+//! becomes a status in one place, `service.rs`'s `status_of`.
 //!
 //! `service.rs` answers the RPCs; `server.rs` serves them on the listeners.
 

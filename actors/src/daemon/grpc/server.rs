@@ -13,6 +13,7 @@ use tonic::{Request, Status};
 use super::pb::proving_engine_server::ProvingEngineServer;
 use super::Service;
 use crate::log;
+use crate::EngineError;
 
 /// Checks `authorization: Bearer <token>` (compared in constant time).
 fn check_token(token: &str, req: &Request<()>) -> Result<(), Status> {
@@ -105,17 +106,20 @@ fn is_loopback(addr: &SocketAddr) -> bool {
 
 impl GrpcServer {
     /// Binds the configured listeners and serves `service` on a runtime of its own.
-    pub fn start(service: Service) -> Result<GrpcServer, String> {
+    pub fn start(service: Service) -> Result<GrpcServer, EngineError> {
         let opts = service.options().clone();
         if opts.unix_socket.is_none() && opts.tcp_listen.is_none() {
-            return Err("grpc: neither grpc.unix_socket nor grpc.tcp_listen is set".into());
+            return Err(EngineError::config(
+                "grpc",
+                "grpc: neither grpc.unix_socket nor grpc.tcp_listen is set",
+            ));
         }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("cuzk-grpc")
             .enable_all()
             .build()
-            .map_err(|e| format!("grpc runtime: {e}"))?;
+            .map_err(|e| EngineError::Start(format!("grpc runtime: {e}")))?;
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let max = opts.max_message_bytes;
         let svc = Arc::new(service);
@@ -128,23 +132,25 @@ impl GrpcServer {
         let l = log::component("grpc");
         let mut unix_socket = None;
         if let Some(path) = &opts.unix_socket {
+            let io = |detail: String| EngineError::io("grpc.unix_socket", detail);
             if path.exists() {
                 if std::os::unix::net::UnixStream::connect(path).is_ok() {
-                    return Err(format!(
+                    return Err(io(format!(
                         "grpc.unix_socket {}: another daemon is listening there",
                         path.display()
-                    ));
+                    )));
                 }
-                std::fs::remove_file(path)
-                    .map_err(|e| format!("removing the stale socket {}: {e}", path.display()))?;
+                std::fs::remove_file(path).map_err(|e| {
+                    io(format!("removing the stale socket {}: {e}", path.display()))
+                })?;
             }
             let listener = {
                 let _g = runtime.enter();
                 tokio::net::UnixListener::bind(path)
-                    .map_err(|e| format!("grpc.unix_socket {}: {e}", path.display()))?
+                    .map_err(|e| io(format!("grpc.unix_socket {}: {e}", path.display())))?
             };
             std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-                .map_err(|e| format!("chmod 0600 {}: {e}", path.display()))?;
+                .map_err(|e| io(format!("chmod 0600 {}: {e}", path.display())))?;
             // The socket's file mode guards it, and each connection's peer uid is checked (as on
             // the control socket): no token there.
             // SAFETY: geteuid has no preconditions.
@@ -179,23 +185,20 @@ impl GrpcServer {
         }
         let mut tcp_addr = None;
         if let Some(addr) = &opts.tcp_listen {
+            let io = |e: std::io::Error| {
+                EngineError::io("grpc.tcp_listen", format!("grpc.tcp_listen {addr}: {e}"))
+            };
             let listener = {
                 let _g = runtime.enter();
-                let std_l = std::net::TcpListener::bind(addr)
-                    .map_err(|e| format!("grpc.tcp_listen {addr}: {e}"))?;
-                std_l
-                    .set_nonblocking(true)
-                    .map_err(|e| format!("grpc.tcp_listen {addr}: {e}"))?;
-                tokio::net::TcpListener::from_std(std_l)
-                    .map_err(|e| format!("grpc.tcp_listen {addr}: {e}"))?
+                let std_l = std::net::TcpListener::bind(addr).map_err(io)?;
+                std_l.set_nonblocking(true).map_err(io)?;
+                tokio::net::TcpListener::from_std(std_l).map_err(io)?
             };
-            let bound = listener
-                .local_addr()
-                .map_err(|e| format!("grpc.tcp_listen {addr}: {e}"))?;
+            let bound = listener.local_addr().map_err(io)?;
             if !is_loopback(&bound) && opts.token.is_none() && !opts.allow_remote {
-                return Err(format!(
+                return Err(EngineError::config("grpc.tcp_listen", format!(
                     "grpc.tcp_listen {addr} is not a loopback address: set grpc.token (clients then send `authorization: Bearer <token>`), or grpc.allow_remote = true to serve it without one"
-                ));
+                )));
             }
             let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
             runtime.spawn(serve(

@@ -1,7 +1,7 @@
 //! The service itself: each RPC of `cuzk.v1.ProvingEngine` answered from the daemon's job table
 //! and engine (submission with a request id that finds a job already made, waiting that survives
 //! a client hanging up, status, metrics, parameter preload and evict), and the gRPC status each
-//! error maps to.
+//! error maps to: an [`EngineError`] (a Filecoin request's errors among them) in [`status_of`].
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -16,6 +16,7 @@ use crate::daemon::jobs::{JobTable, Outcome, Submission, Tracked};
 use crate::daemon::metrics::{Readiness, State};
 use crate::filecoin::job_spec;
 use crate::log;
+use crate::EngineError;
 
 use super::pb::proving_engine_server::ProvingEngine;
 use super::{curio, pb, GrpcOptions};
@@ -43,7 +44,36 @@ impl Service {
     }
 }
 
-fn status_of(e: &FilecoinError) -> tonic::Code {
+/// The status a failed call answers with: `e`'s code, and its text after `about` where the call
+/// names what it was about. The one place an [`EngineError`] becomes a gRPC status: a request
+/// refused as given or a setting is `INVALID_ARGUMENT`; an unknown job `NOT_FOUND`; a parameter
+/// file `FAILED_PRECONDITION` where the file is there (it could not be loaded, or an evict was
+/// refused while a job holds it), `NOT_FOUND` where it is not; an engine stopped or busy
+/// `UNAVAILABLE`; the devices, a socket or thread, the backends `INTERNAL`; a Filecoin request as
+/// [`filecoin_code`] says.
+fn status_of(e: &EngineError, about: Option<&str>) -> Status {
+    use tonic::Code;
+    let code = match e {
+        EngineError::Config { .. } | EngineError::Rejected(_) => Code::InvalidArgument,
+        EngineError::UnknownJob { .. } => Code::NotFound,
+        EngineError::Srs { path, .. } if path.exists() => Code::FailedPrecondition,
+        EngineError::Srs { .. } => Code::NotFound,
+        EngineError::Stopped(_) | EngineError::Busy(_) => Code::Unavailable,
+        EngineError::Devices(_)
+        | EngineError::Start(_)
+        | EngineError::Io { .. }
+        | EngineError::Engine(_) => Code::Internal,
+        EngineError::Filecoin(f) => filecoin_code(f),
+    };
+    match about {
+        Some(about) => Status::new(code, format!("{about}: {e}")),
+        None => Status::new(code, e.to_string()),
+    }
+}
+
+/// The code of a Filecoin request's error: malformed or invalid input `INVALID_ARGUMENT`, a
+/// missing parameter file `NOT_FOUND`, one that cannot be used `FAILED_PRECONDITION`.
+fn filecoin_code(e: &FilecoinError) -> tonic::Code {
     match e {
         FilecoinError::Malformed { .. }
         | FilecoinError::Invalid { .. }
@@ -220,7 +250,7 @@ impl Service {
         prio: i32,
         request_id: String,
     ) -> Result<Arc<Tracked>, Status> {
-        let fail = |e: FilecoinError| Status::new(status_of(&e), e.to_string());
+        let fail = |e: FilecoinError| status_of(&e.into(), None);
         let kind = proof.kind();
         let parsed = proof.parse().map_err(fail)?;
         let reg = parsed.registered();
@@ -234,15 +264,19 @@ impl Service {
         let cfg = &self.0.opts.filecoin;
         let path = params::locate(reg, &params::dir(cfg.params_dir.as_deref())).map_err(fail)?;
         let start = Instant::now();
-        let srs = self.engine()?.load_srs(&path).map_err(|e| {
-            Status::failed_precondition(format!("parameters {}: {e}", path.display()))
-        })?;
+        let srs = self
+            .engine()?
+            .load_srs(&path)
+            .map_err(|e| status_of(&e, Some(&format!("parameters {}", path.display()))))?;
         let srs_load = start.elapsed();
         self.remember(&path, reg);
         let priority = curio::priority(prio, (cfg.priority)(kind));
         let spec = job_spec(parsed, srs, priority).map_err(fail)?;
         let partitions = spec.partitions.len();
-        let handle = self.engine()?.submit(spec).map_err(Status::unavailable)?;
+        let handle = self
+            .engine()?
+            .submit(spec)
+            .map_err(|e| status_of(&e, None))?;
         Ok(self.jobs()?.track(
             handle,
             Submission {
@@ -302,9 +336,9 @@ impl Service {
 
     fn status_now(&self) -> Result<pb::GetStatusResponse, Status> {
         let e = self.engine()?;
-        let st = e.status().map_err(Status::unavailable)?;
-        let (pinned, _) = e.pinned().map_err(Status::unavailable)?;
-        let loaded = e.loaded_srs().map_err(Status::unavailable)?;
+        let st = e.status().map_err(|e| status_of(&e, None))?;
+        let (pinned, _) = e.pinned().map_err(|e| status_of(&e, None))?;
+        let loaded = e.loaded_srs().map_err(|e| status_of(&e, None))?;
         let tracked = self.jobs()?.all();
         let kind_of = |job: u64| {
             tracked
@@ -485,7 +519,7 @@ impl ProvingEngine for Service {
             .map_err(|e| Status::internal(format!("cancel task: {e}")))?;
         match r {
             Ok(was_running) => Ok(Response::new(pb::CancelProofResponse { was_running })),
-            Err(e) => Err(Status::not_found(e)),
+            Err(e) => Err(status_of(&e, None)),
         }
     }
 
@@ -515,7 +549,7 @@ impl ProvingEngine for Service {
             let jobs = svc.jobs()?;
             jobs.metrics()
                 .render(jobs.engine(), Some(jobs), svc.0.ready.get())
-                .map_err(Status::unavailable)
+                .map_err(|e| status_of(&e, None))
         })
         .await
         .map_err(|e| Status::internal(format!("metrics task: {e}")))??;
@@ -533,9 +567,9 @@ impl ProvingEngine for Service {
         let svc = self.clone();
         let r = tokio::task::spawn_blocking(move || {
             let e = svc.engine()?;
-            let already = e.loaded_srs().map_err(Status::unavailable)?.iter().any(|s| s.path == path);
+            let already = e.loaded_srs().map_err(|x| status_of(&x, None))?.iter().any(|s| s.path == path);
             let start = Instant::now();
-            e.load_srs(&path).map_err(|x| if path.exists() { Status::failed_precondition(x) } else { Status::not_found(x) })?;
+            e.load_srs(&path).map_err(|x| status_of(&x, None))?;
             if let Some(reg) = reg {
                 svc.remember(&path, reg);
             }
@@ -566,10 +600,10 @@ impl ProvingEngine for Service {
         let svc = self.clone();
         let r = tokio::task::spawn_blocking(move || {
             let e = svc.engine()?;
-            let Some(s) = e.loaded_srs().map_err(Status::unavailable)?.into_iter().find(|s| s.path == path) else {
+            let Some(s) = e.loaded_srs().map_err(|x| status_of(&x, None))?.into_iter().find(|s| s.path == path) else {
                 return Ok(pb::EvictSrsResponse { was_loaded: false, freed_bytes: 0 });
             };
-            let freed = e.evict_srs_freed(&path).map_err(|x| Status::failed_precondition(format!("circuit id `{id}`: {x}")))?;
+            let freed = e.evict_srs_freed(&path).map_err(|x| status_of(&x, Some(&format!("circuit id `{id}`"))))?;
             // Host memory, and the VRAM its resident copies held on each GPU.
             let gpus: Vec<usize> = freed.gpus.iter().map(|g| g.gpu).collect();
             slog::info!(log::component("grpc"), "parameters evicted"; "circuit_id" => id.clone(), "host_bytes" => s.bytes, "freed_bytes" => freed.total(), "gpus" => format!("{gpus:?}"));
@@ -578,5 +612,60 @@ impl ProvingEngine for Service {
         .await
         .map_err(|e| Status::internal(format!("evict task: {e}")))?;
         Ok(Response::new(r?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tonic::Code;
+
+    #[test]
+    fn each_engine_error_becomes_its_status_with_its_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let there = dir.path().join("a.params");
+        std::fs::write(&there, b"x").unwrap();
+        let missing = dir.path().join("b.params");
+        let cases = [
+            (
+                EngineError::config("engine.gpus", "bad"),
+                Code::InvalidArgument,
+            ),
+            (
+                EngineError::Rejected("bad job".into()),
+                Code::InvalidArgument,
+            ),
+            (
+                EngineError::UnknownJob {
+                    job: 9,
+                    retain_s: 1,
+                },
+                Code::NotFound,
+            ),
+            (EngineError::srs(&there, "in use"), Code::FailedPrecondition),
+            (EngineError::srs(&missing, "no such file"), Code::NotFound),
+            (
+                EngineError::Stopped("engine stopped".into()),
+                Code::Unavailable,
+            ),
+            (EngineError::Busy("full".into()), Code::Unavailable),
+            (EngineError::Devices("no GPU".into()), Code::Internal),
+            (EngineError::Start("thread".into()), Code::Internal),
+            (EngineError::io("grpc.tcp_listen", "denied"), Code::Internal),
+            (
+                EngineError::Filecoin(FilecoinError::SectorSize(3)),
+                Code::InvalidArgument,
+            ),
+        ];
+        for (e, code) in cases {
+            let s = status_of(&e, None);
+            assert_eq!(
+                (s.code(), s.message()),
+                (code, e.to_string().as_str()),
+                "{e:?}"
+            );
+        }
+        let s = status_of(&EngineError::srs(&there, "in use"), Some("circuit id `x`"));
+        assert_eq!(s.message(), "circuit id `x`: in use");
     }
 }

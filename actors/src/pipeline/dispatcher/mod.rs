@@ -143,7 +143,7 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
-    pub fn new(cfg: DispatcherConfig, timeline: Timeline) -> Result<Self, String> {
+    pub(crate) fn new(cfg: DispatcherConfig, timeline: Timeline) -> Result<Self, String> {
         let DispatcherConfig {
             vram_capacity,
             host_capacity,
