@@ -3,7 +3,8 @@
 //! known or not relevant). Until [`init`] runs, the logger writes terminal lines at `info`.
 //! cuzk-engine writes its diagnostics through the `log` facade; [`bridge`] (called by
 //! `Engine::start`, unless the embedding program installed a `log` logger of its own) forwards
-//! them here with `component = engine` and their target.
+//! them here with `component = engine` and their target. [`log_panics`] makes a panic one more line
+//! (the daemon's JSON mode).
 //!
 //! At the crate's top level, beside the three rooms, because all of them log through it and it
 //! needs none of them.
@@ -156,6 +157,30 @@ pub fn bridge() -> bool {
         log::set_max_level(log::LevelFilter::Trace);
     }
     ok
+}
+
+/// From now on a panic is written as one line of this logger (error level, `component = panic`:
+/// its message, `location` and `thread`, and `backtrace` where `RUST_BACKTRACE` asks for one)
+/// instead of the default hook's raw text on stderr, which would break JSON lines. The panic then
+/// unwinds as before: a caught one fails its job with the same message, an uncaught one ends its
+/// thread.
+pub fn log_panics() {
+    std::panic::set_hook(Box::new(|info| {
+        let message = cuzk_engine::error::panic_text(info.payload());
+        let location = info
+            .location()
+            .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()))
+            .unwrap_or_default();
+        let thread = std::thread::current()
+            .name()
+            .unwrap_or("unnamed")
+            .to_string();
+        let bt = std::backtrace::Backtrace::capture();
+        let backtrace =
+            (bt.status() == std::backtrace::BacktraceStatus::Captured).then(|| bt.to_string());
+        slog::error!(component("panic"), "panicked: {}", message;
+            "location" => location, "thread" => thread, "backtrace" => backtrace);
+    }));
 }
 
 /// A logger whose lines carry a job's fields.

@@ -1,12 +1,18 @@
 //! `cuzk daemon`: the engine as a long-running process, controlled over its unix socket and, where
 //! configured, serving gRPC `cuzk.v1.ProvingEngine` (Curio) and Prometheus `/metrics` over HTTP.
+//!
+//! SIGTERM and SIGINT drain it as the control `drain` does: one log line, new work refused
+//! (UNAVAILABLE, "draining"), the jobs already taken finish and are answered, the socket files
+//! are removed, exit 0. A second signal stops it at once (exit 128 + the signal), still removing
+//! the socket files. A start refused halfway (a busy port, devices that do not open) leaves no
+//! socket file behind.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cuzk_actors::daemon::control::server::{ControlServer, ServerOptions};
+use cuzk_actors::daemon::control::server::{ControlServer, Drainer, ServerOptions};
 use cuzk_actors::daemon::jobs::JobTable;
 use cuzk_actors::daemon::metrics::{serve_http, Metrics, Readiness, State};
 use cuzk_actors::daemon::settings::Settings;
@@ -102,6 +108,60 @@ fn reloader(
     }
 }
 
+/// Takes SIGTERM and SIGINT from now on (registered before this returns): the first drains
+/// through `drainer` on a thread of its own, a second removes the socket files and exits.
+fn watch_signals(
+    drainer: Drainer,
+    grpc_socket: Option<PathBuf>,
+    table: Arc<std::sync::OnceLock<Arc<JobTable>>>,
+) -> Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()?;
+    let (mut term, mut int) = {
+        let _g = rt.enter();
+        (
+            signal(SignalKind::terminate())?,
+            signal(SignalKind::interrupt())?,
+        )
+    };
+    std::thread::Builder::new()
+        .name("cuzk-signals".into())
+        .spawn(move || {
+            rt.block_on(async move {
+                let l = log::component("daemon");
+                let mut drain_started = false;
+                loop {
+                    let (name, number) = tokio::select! {
+                        _ = term.recv() => ("SIGTERM", libc::SIGTERM),
+                        _ = int.recv() => ("SIGINT", libc::SIGINT),
+                    };
+                    if !drain_started {
+                        drain_started = true;
+                        let in_flight = table.get().map_or(0, |j| j.live().len());
+                        slog::info!(l, "{}: draining: no new work is taken; the jobs in flight finish and are answered, then the daemon exits (a second signal stops it at once)", name; "signal" => name, "jobs_in_flight" => in_flight);
+                        let (d, l) = (drainer.clone(), l.clone());
+                        let _ = std::thread::Builder::new()
+                            .name("cuzk-drain".into())
+                            .spawn(move || {
+                                let done = d.drain();
+                                slog::info!(l, "{}", done);
+                            });
+                    } else {
+                        slog::warn!(l, "{}: a second signal while draining: stopping at once", name; "signal" => name);
+                        let _ = std::fs::remove_file(drainer.path());
+                        if let Some(p) = &grpc_socket {
+                            let _ = std::fs::remove_file(p);
+                        }
+                        std::process::exit(128 + number);
+                    }
+                }
+            })
+        })?;
+    Ok(())
+}
+
 pub fn run(a: Args) -> Result<()> {
     let t0 = Instant::now();
     let cli = Overrides {
@@ -110,10 +170,12 @@ pub fn run(a: Args) -> Result<()> {
         metrics_listen: a.metrics_listen.clone(),
     };
     let settings = settings(a.config.as_deref(), &cli)?;
-    log::init(
-        settings.log.format.parse()?,
-        log::parse_level(&settings.log.level)?,
-    );
+    let log_format: log::Format = settings.log.format.parse()?;
+    log::init(log_format, log::parse_level(&settings.log.level)?);
+    if log_format == log::Format::Json {
+        // A panic's text as a JSON line too, not raw text among them.
+        log::log_panics();
+    }
     let l = log::component("daemon");
     let config_ms = t0.elapsed().as_millis() as u64;
 
@@ -155,6 +217,11 @@ pub fn run(a: Args) -> Result<()> {
     let server = ControlServer::bind(&socket, opts)?;
     slog::info!(l, "control socket listening"; "socket" => socket.display().to_string());
     let g = &settings.grpc;
+    watch_signals(
+        server.drainer(),
+        nonempty(&g.unix_socket).map(PathBuf::from),
+        table.clone(),
+    )?;
     let mut grpc = None;
     if nonempty(&g.unix_socket).is_some() || nonempty(&g.tcp_listen).is_some() {
         let gopts = cuzk_actors::daemon::grpc::GrpcOptions {
@@ -195,11 +262,14 @@ pub fn run(a: Args) -> Result<()> {
         let (e, j, r) = (engine.clone(), jobs.clone(), ready.clone());
         let http = serve_http(
             &addr,
-            Arc::new(move || j.metrics().render(&e, Some(&j), r.get())),
+            Arc::new(move |f| j.metrics().render_as(f, &e, Some(&j), r.get())),
         )?;
         slog::info!(l, "metrics over HTTP"; "url" => format!("http://{}/metrics", http.addr));
     }
-    ready.set(State::Ready);
+    // A signal during the start has begun a drain: stay `draining`.
+    if !server.drainer().draining() {
+        ready.set(State::Ready);
+    }
     slog::info!(l, "ready"; "startup_ms" => t0.elapsed().as_millis() as u64, "config_ms" => config_ms, "listen_ms" => listen_ms, "devices_ms" => devices_ms);
 
     server.wait();

@@ -5,6 +5,10 @@
 //! A job is found by its engine id (the same number `cuzk ctl` and gRPC show) or by the caller's
 //! request id; a second submission with the id of a job that is still live, or that succeeded and
 //! is still kept, is given that job instead of proving again.
+//!
+//! Ids shown to clients ([`Tracked::job_id`]) are `<run>-<n>`: `n` the engine's number, `run` eight
+//! hex digits drawn when this table is made (once per daemon start), so that an id from before a
+//! restart is never another job's: [`JobTable::resolve`] answers it as from an earlier run.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,6 +40,8 @@ impl Outcome {
 /// One tracked job.
 pub struct Tracked {
     pub id: JobId,
+    /// The id clients see: `<run>-<id>` ([`JobTable::public_id`]).
+    pub job_id: String,
     /// `porep`, `snap`, `window-post`, `winning-post`, or `example` / a custom kind's name.
     pub kind: String,
     pub request_id: String,
@@ -92,12 +98,122 @@ pub struct Submission {
     pub srs_load: Duration,
 }
 
+/// Why a client's job id names no job of this table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdError {
+    /// Not a job id at all (the text says what one looks like).
+    Malformed(String),
+    /// Well formed, but no job of this run has it: never issued, or from an earlier run (the text
+    /// says which, and when the daemon restarted).
+    NotFound(String),
+}
+
+impl std::fmt::Display for IdError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IdError::Malformed(m) | IdError::NotFound(m) => f.write_str(m),
+        }
+    }
+}
+
+/// This run of the daemon: the prefix of its job ids and when it started.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// Eight hex digits, drawn at start.
+    pub epoch: String,
+    /// Seconds since the Unix epoch when it started.
+    pub started_unix: u64,
+}
+
+impl Run {
+    /// A new run: the start time, and an epoch drawn from it (nanoseconds) and the process id.
+    pub fn new() -> Run {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        // splitmix64 of the time and pid: distinct runs get distinct epochs w.h.p.
+        let mut z = (now.as_nanos() as u64) ^ (u64::from(std::process::id()) << 40);
+        z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        Run {
+            epoch: format!("{:08x}", z as u32),
+            started_unix: now.as_secs(),
+        }
+    }
+
+    /// The start as `YYYY-MM-DDTHH:MM:SSZ` (UTC).
+    pub fn started(&self) -> String {
+        let (days, secs) = (self.started_unix / 86400, self.started_unix % 86400);
+        // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+        let z = days as i64 + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z - era * 146_097;
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let d = doy - (153 * mp + 2) / 5 + 1;
+        let m = if mp < 10 { mp + 3 } else { mp - 9 };
+        let y = yoe + era * 400 + i64::from(m <= 2);
+        format!(
+            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+            secs / 3600,
+            secs / 60 % 60,
+            secs % 60
+        )
+    }
+
+    /// The id clients see for engine job `id`.
+    pub fn public_id(&self, id: JobId) -> String {
+        format!("{}-{id}", self.epoch)
+    }
+
+    /// The engine job a client's id names in this run; why none, otherwise.
+    pub fn resolve(&self, s: &str) -> Result<JobId, IdError> {
+        let s = s.trim();
+        let shape = || {
+            IdError::Malformed(format!(
+                "job_id `{s}` is not a job id of this daemon (they look like `{}-<n>`)",
+                self.epoch
+            ))
+        };
+        if s.bytes().all(|b| b.is_ascii_digit()) && !s.is_empty() {
+            // A bare number: never issued in this form.
+            return Err(IdError::NotFound(format!(
+                "job {s} is unknown: this daemon's job ids look like `{}-<n>`",
+                self.epoch
+            )));
+        }
+        let (epoch, n) = s.split_once('-').ok_or_else(shape)?;
+        let n: JobId = n.parse().map_err(|_| shape())?;
+        if epoch.len() != 8 || !epoch.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(shape());
+        }
+        if !epoch.eq_ignore_ascii_case(&self.epoch) {
+            return Err(IdError::NotFound(format!(
+                "job {s} is from an earlier run of this daemon (it restarted at {}; this run's ids start `{}-`); its result is gone",
+                self.started(),
+                self.epoch
+            )));
+        }
+        Ok(n)
+    }
+}
+
+impl Default for Run {
+    fn default() -> Run {
+        Run::new()
+    }
+}
+
 pub struct JobTable {
     engine: Arc<Engine>,
     metrics: Arc<Metrics>,
     jobs: Mutex<HashMap<JobId, Arc<Tracked>>>,
     /// Seconds an ended job is kept (live-changeable).
     retain_s: AtomicU64,
+    run: Run,
 }
 
 impl JobTable {
@@ -107,7 +223,23 @@ impl JobTable {
             metrics,
             jobs: Mutex::new(HashMap::new()),
             retain_s: AtomicU64::new(retain.as_secs()),
+            run: Run::new(),
         })
+    }
+
+    /// This run of the daemon (the prefix of its job ids, its start).
+    pub fn run(&self) -> &Run {
+        &self.run
+    }
+
+    /// The id clients see for engine job `id`.
+    pub fn public_id(&self, id: JobId) -> String {
+        self.run.public_id(id)
+    }
+
+    /// The engine job a client's id names, if it is of this run ([`Run::resolve`]).
+    pub fn resolve(&self, s: &str) -> Result<JobId, IdError> {
+        self.run.resolve(s)
     }
 
     pub fn engine(&self) -> &Arc<Engine> {
@@ -132,6 +264,7 @@ impl JobTable {
         self.sweep();
         let t = Arc::new(Tracked {
             id: handle.id,
+            job_id: self.run.public_id(handle.id),
             kind: sub.kind,
             request_id: sub.request_id,
             partitions: sub.partitions,
@@ -144,7 +277,7 @@ impl JobTable {
             j.insert(t.id, t.clone());
         }
         self.metrics.submitted(&t.kind);
-        slog::info!(log::job(t.id, None, &t.kind, None), "job submitted"; "partitions" => t.partitions, "request_id" => t.request_id.clone());
+        slog::info!(log::job(t.id, None, &t.kind, None), "job submitted"; "job_id" => t.job_id.clone(), "partitions" => t.partitions, "request_id" => t.request_id.clone());
         let (table, tracked) = (self.clone(), t.clone());
         let watcher = std::thread::Builder::new()
             .name(format!("cuzk-job-{}", t.id))
@@ -262,5 +395,49 @@ impl JobTable {
         if let Ok(mut j) = self.jobs.lock() {
             j.retain(|_, t| t.outcome().is_none_or(|o| o.ended.elapsed() <= retain));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{IdError, Run};
+
+    #[test]
+    fn an_id_from_another_run_is_not_found_and_names_the_restart() {
+        let run = Run {
+            epoch: "0a1b2c3d".into(),
+            started_unix: 1_712_345_678,
+        };
+        assert_eq!(run.public_id(7), "0a1b2c3d-7");
+        assert_eq!(run.resolve("0a1b2c3d-7"), Ok(7));
+        assert_eq!(run.resolve(" 0A1B2C3D-7 "), Ok(7));
+        match run.resolve("ffffffff-7") {
+            Err(IdError::NotFound(m)) => assert!(
+                m.contains("ffffffff-7")
+                    && m.contains("restarted at 2024-04-05T19:34:38Z")
+                    && m.contains("0a1b2c3d-"),
+                "{m}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        // Never issued: plain not found; not an id at all: malformed.
+        assert!(
+            matches!(run.resolve("999"), Err(IdError::NotFound(m)) if m.contains("999") && !m.contains("restart"))
+        );
+        for bad in ["x1", "", "0a1b2c3d-", "0a1b2c3d-x", "abc-1", "0a1b2c3dd-1"] {
+            assert!(
+                matches!(run.resolve(bad), Err(IdError::Malformed(_))),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn two_runs_draw_different_epochs() {
+        let a = Run::new();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let b = Run::new();
+        assert_ne!(a.epoch, b.epoch);
+        assert_eq!(a.epoch.len(), 8);
     }
 }

@@ -1,4 +1,5 @@
-//! Prometheus metrics (OpenMetrics text, which Prometheus scrapes): counters of jobs by kind and
+//! Prometheus metrics (Prometheus' text format 0.0.4 by default, OpenMetrics where a scraper asks:
+//! [`exposition`](crate::daemon::exposition)): counters of jobs by kind and
 //! outcome, kept for the daemon's life; the stage histograms the timeline keeps (the pipeline
 //! feeds them as spans are recorded; they are read here); gauges read from the engine at each
 //! scrape (queues, budgets, pinned memory, loaded parameters, GPU busy fraction). Served by the
@@ -17,6 +18,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use crate::daemon::exposition::{to_classic, Exposition};
 use crate::daemon::jobs::JobTable;
 use crate::pipeline::engine::Engine;
 use crate::pipeline::timeline::{busy_fraction, histogram_family, HistogramFamily, Labels};
@@ -37,6 +39,8 @@ pub struct Metrics {
     completed: Family<Labels, Counter>,
     failed: Family<Labels, Counter>,
     cancelled: Family<Labels, Counter>,
+    /// Proofs checked by filecoin-proofs' verifier of their kind, by kind and result.
+    verified: Family<Labels, Counter>,
     job_seconds: HistogramFamily,
     completed_all: AtomicU64,
     failed_all: AtomicU64,
@@ -50,6 +54,7 @@ impl Default for Metrics {
             completed: Family::default(),
             failed: Family::default(),
             cancelled: Family::default(),
+            verified: Family::default(),
             job_seconds: histogram_family(),
             completed_all: AtomicU64::new(0),
             failed_all: AtomicU64::new(0),
@@ -97,6 +102,17 @@ impl Metrics {
         self.submitted.get_or_create(&kind(k)).inc();
     }
 
+    /// A proof of kind `k` was checked by filecoin-proofs' verifier: `result` is `valid`,
+    /// `invalid` or `skipped` (no verifying key to check it with).
+    pub fn verified(&self, k: &str, result: &str) {
+        self.verified
+            .get_or_create(&vec![
+                ("kind".into(), k.into()),
+                ("result".into(), result.into()),
+            ])
+            .inc();
+    }
+
     /// A job of kind `k` ended (`completed`, `failed` or `cancelled`) after `secs` seconds.
     pub fn ended(&self, k: &str, outcome: &str, secs: f64) {
         match outcome {
@@ -126,10 +142,22 @@ impl Metrics {
         self.started.elapsed()
     }
 
-    /// The text exposition: these counters, the timeline's stage histograms and gauges read from
-    /// `engine` now (and from `jobs`, where the daemon tracks them).
+    /// The text exposition in Prometheus' text format 0.0.4 (what `GetMetrics` and the control
+    /// socket answer): [`Metrics::render_as`] in [`Exposition::Classic`].
     pub fn render(
         &self,
+        engine: &Engine,
+        jobs: Option<&JobTable>,
+        state: State,
+    ) -> Result<String, EngineError> {
+        self.render_as(Exposition::Classic, engine, jobs, state)
+    }
+
+    /// The text exposition in `format`: these counters, the timeline's stage histograms and gauges
+    /// read from `engine` now (and from `jobs`, where the daemon tracks them).
+    pub fn render_as(
+        &self,
+        format: Exposition,
         engine: &Engine,
         jobs: Option<&JobTable>,
         state: State,
@@ -139,6 +167,11 @@ impl Metrics {
             "proofs_submitted",
             "Proof jobs submitted, by kind",
             self.submitted.clone(),
+        );
+        r.register(
+            "proofs_verified",
+            "Proofs checked by filecoin-proofs' verifier of their kind (verify_seal, ...), by kind and result (valid, invalid, skipped)",
+            self.verified.clone(),
         );
         r.register(
             "proofs_completed",
@@ -306,12 +339,15 @@ impl Metrics {
         let mut out = String::new();
         encode(&mut out, &r)
             .map_err(|e| EngineError::io("metrics", format!("encoding metrics: {e}")))?;
-        Ok(out)
+        Ok(match format {
+            Exposition::OpenMetrics => out,
+            Exposition::Classic => to_classic(&out),
+        })
     }
 }
 
-/// What the HTTP endpoint renders on each request.
-pub type Render = Arc<dyn Fn() -> Result<String, EngineError> + Send + Sync>;
+/// What the HTTP endpoint renders on each request, in the format the request's `Accept` asks for.
+pub type Render = Arc<dyn Fn(Exposition) -> Result<String, EngineError> + Send + Sync>;
 
 /// A running `/metrics` endpoint.
 pub struct HttpServer {
@@ -347,8 +383,9 @@ fn answer(s: TcpStream, render: &Render) -> std::io::Result<()> {
     let mut reader = BufReader::new(s.try_clone()?);
     let mut line = String::new();
     reader.by_ref().take(8192).read_line(&mut line)?;
-    // Skip the headers (bounded).
+    // Read the headers (bounded), keeping `Accept`.
     let mut header = String::new();
+    let mut accept = None;
     for _ in 0..100 {
         header.clear();
         if reader.by_ref().take(8192).read_line(&mut header)? == 0
@@ -357,16 +394,18 @@ fn answer(s: TcpStream, render: &Render) -> std::io::Result<()> {
         {
             break;
         }
+        if let Some((k, v)) = header.split_once(':') {
+            if k.trim().eq_ignore_ascii_case("accept") {
+                accept = Some(v.trim().to_string());
+            }
+        }
     }
+    let format = Exposition::from_accept(accept.as_deref());
     let mut parts = line.split_whitespace();
     let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
     let (status, ctype, body) = match (method, path.split('?').next().unwrap_or("")) {
-        ("GET", "/metrics") => match render() {
-            Ok(text) => (
-                "200 OK",
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                text,
-            ),
+        ("GET", "/metrics") => match render(format) {
+            Ok(text) => ("200 OK", format.content_type(), text),
             Err(e) => ("503 Service Unavailable", "text/plain", format!("{e}\n")),
         },
         ("GET", _) => (

@@ -130,8 +130,11 @@ impl ControlServer {
         }
         let listener =
             UnixListener::bind(path).map_err(|e| io(format!("binding {}: {e}", path.display())))?;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-            .map_err(|e| io(format!("chmod 0600 {}: {e}", path.display())))?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| {
+            // Refused: leave no socket file behind.
+            let _ = std::fs::remove_file(path);
+            io(format!("chmod 0600 {}: {e}", path.display()))
+        })?;
         let shared = Arc::new(Shared {
             live: std::sync::OnceLock::new(),
             opts,
@@ -172,7 +175,10 @@ impl ControlServer {
                 }
                 let _ = std::fs::remove_file(&sh.path);
             })
-            .map_err(|e| EngineError::Start(format!("starting the control thread: {e}")))?;
+            .map_err(|e| {
+                let _ = std::fs::remove_file(path);
+                EngineError::Start(format!("starting the control thread: {e}"))
+            })?;
         Ok(ControlServer {
             shared,
             thread: Some(thread),
@@ -190,6 +196,11 @@ impl ControlServer {
     pub fn stop(&self) {
         stop(&self.shared);
     }
+
+    /// A handle that drains this server from another thread.
+    pub fn drainer(&self) -> Drainer {
+        Drainer(self.shared.clone())
+    }
 }
 
 impl Drop for ControlServer {
@@ -198,6 +209,51 @@ impl Drop for ControlServer {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+/// Refuses new work (both interfaces: the shared state turns `draining`), waits for every job
+/// already taken (and any that slipped in meanwhile) to end, then stops the server.
+fn drain(sh: &Shared) -> String {
+    sh.draining.store(true, Ordering::Release);
+    sh.opts.ready.set(State::Draining);
+    let (mut n, mut failed) = (0, 0);
+    if let Some(live) = sh.live.get() {
+        loop {
+            let jobs = live.jobs.live();
+            if jobs.is_empty() {
+                break;
+            }
+            n += jobs.len();
+            failed += jobs
+                .iter()
+                .filter(|t| t.wait(None).is_none_or(|o| !o.is_success()))
+                .count();
+        }
+    }
+    stop(sh);
+    format!("drained: {n} job(s) finished ({failed} failed); stopping")
+}
+
+/// Drains or stops a [`ControlServer`] from outside a request (the daemon's signal handler).
+#[derive(Clone)]
+pub struct Drainer(Arc<Shared>);
+
+impl Drainer {
+    /// What the control `Drain` request does: refuse new work, wait for the jobs taken, stop
+    /// serving (so [`ControlServer::wait`] returns). Answers the summary line.
+    pub fn drain(&self) -> String {
+        drain(&self.0)
+    }
+
+    /// Whether a drain has begun.
+    pub fn draining(&self) -> bool {
+        self.0.draining.load(Ordering::Acquire)
+    }
+
+    /// The control socket's path.
+    pub fn path(&self) -> &Path {
+        &self.0.path
     }
 }
 
@@ -328,15 +384,7 @@ fn handle(sh: &Arc<Shared>, req: Request) -> Response {
                 Some(Err(x)) => Response::Error(x.to_string()),
             },
         },
-        Request::Drain => {
-            sh.draining.store(true, Ordering::Release);
-            sh.opts.ready.set(State::Draining);
-            let live = live.jobs.live();
-            let n = live.len();
-            let failed = live.iter().filter(|t| t.wait(None).is_none_or(|o| !o.is_success())).count();
-            stop(sh);
-            Response::Ok(format!("drained: {n} job(s) finished ({failed} failed); stopping"))
-        }
+        Request::Drain => Response::Ok(drain(sh)),
         Request::Shutdown => Response::Ok("stopping".into()),
         #[cfg(feature = "filecoin")]
         Request::Prove(req) => prove_filecoin(sh, live, req),
@@ -392,7 +440,7 @@ fn prove_custom(sh: &Arc<Shared>, live: &Live, kind: &str, input: &[u8]) -> Resp
         Err(p) => {
             return Response::Error(format!(
                 "{kind} request: building the job panicked: {}",
-                crate::pipeline::job::panic_text(&p)
+                crate::pipeline::job::panic_text(&*p)
             ))
         }
     };

@@ -11,11 +11,15 @@
 //! while starting or draining, `UNAUTHENTICATED` for a wrong token. An [`EngineError`](crate::EngineError)
 //! becomes a status in one place, `service.rs`'s `status_of`.
 //!
-//! `service.rs` answers the RPCs; `server.rs` serves them on the listeners.
+//! `service.rs` answers the RPCs; `server.rs` serves them on the listeners; `authority.rs` lets
+//! C-core clients' `:authority` (the socket path) through on the unix socket; `verification.rs`
+//! runs filecoin-proofs' verifier on the proofs answered (a rejected one is FAILED).
 
+mod authority;
 pub mod curio;
 mod server;
 mod service;
+mod verification;
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;

@@ -1,6 +1,7 @@
 //! Serving the service: a runtime of its own, the unix socket (mode 0600, peers of another uid
 //! refused) and, optionally, TCP (loopback unless told otherwise; a shared token, when set,
-//! required as `authorization: Bearer <token>`), and stopping them.
+//! required as `authorization: Bearer <token>`), and stopping them: calls in flight are answered
+//! first, and the unix socket's file is removed, also when a start is refused halfway.
 
 use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
@@ -10,6 +11,7 @@ use std::time::Duration;
 
 use tonic::{Request, Status};
 
+use super::authority::AuthorityFix;
 use super::pb::proving_engine_server::ProvingEngineServer;
 use super::Service;
 use crate::log;
@@ -51,6 +53,8 @@ fn peer_allowed(peer: std::io::Result<u32>, me: u32) -> Result<(), String> {
 pub struct GrpcServer {
     runtime: Option<tokio::runtime::Runtime>,
     stop: Option<tokio::sync::watch::Sender<bool>>,
+    /// The serving tasks, awaited (briefly) on stop so that answers in flight go out.
+    tasks: Vec<tokio::task::JoinHandle<()>>,
     pub unix_socket: Option<PathBuf>,
     pub tcp_addr: Option<SocketAddr>,
 }
@@ -120,7 +124,17 @@ impl GrpcServer {
             .enable_all()
             .build()
             .map_err(|e| EngineError::Start(format!("grpc runtime: {e}")))?;
+        let rt = runtime.handle().clone();
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        // Filled in as listeners come up; an early return drops it, which stops what runs and
+        // removes a socket file already bound.
+        let mut started = GrpcServer {
+            runtime: Some(runtime),
+            stop: Some(stop_tx),
+            tasks: Vec::new(),
+            unix_socket: None,
+            tcp_addr: None,
+        };
         let max = opts.max_message_bytes;
         let svc = Arc::new(service);
         let server = |check: TokenCheck| {
@@ -130,7 +144,6 @@ impl GrpcServer {
             tonic::service::interceptor::InterceptedService::new(s, check)
         };
         let l = log::component("grpc");
-        let mut unix_socket = None;
         if let Some(path) = &opts.unix_socket {
             let io = |detail: String| EngineError::io("grpc.unix_socket", detail);
             if path.exists() {
@@ -145,10 +158,11 @@ impl GrpcServer {
                 })?;
             }
             let listener = {
-                let _g = runtime.enter();
+                let _g = rt.enter();
                 tokio::net::UnixListener::bind(path)
                     .map_err(|e| io(format!("grpc.unix_socket {}: {e}", path.display())))?
             };
+            started.unix_socket = Some(path.clone());
             std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
                 .map_err(|e| io(format!("chmod 0600 {}: {e}", path.display())))?;
             // The socket's file mode guards it, and each connection's peer uid is checked (as on
@@ -160,7 +174,7 @@ impl GrpcServer {
                 tokio_stream::wrappers::UnixListenerStream::new(listener),
                 move |conn| match conn {
                     Ok(s) => match peer_allowed(s.peer_cred().map(|c| c.uid()), me) {
-                        Ok(()) => Some(Ok(s)),
+                        Ok(()) => Some(Ok(AuthorityFix::new(s))),
                         Err(why) => {
                             slog::warn!(
                                 peers,
@@ -173,23 +187,21 @@ impl GrpcServer {
                     Err(e) => Some(Err(e)),
                 },
             );
-            runtime.spawn(serve(
+            started.tasks.push(rt.spawn(serve(
                 server(TokenCheck(None)),
                 incoming,
                 stop_rx.clone(),
                 l.clone(),
                 "the unix socket",
-            ));
+            )));
             slog::info!(l, "gRPC cuzk.v1.ProvingEngine listening"; "unix_socket" => path.display().to_string());
-            unix_socket = Some(path.clone());
         }
-        let mut tcp_addr = None;
         if let Some(addr) = &opts.tcp_listen {
             let io = |e: std::io::Error| {
                 EngineError::io("grpc.tcp_listen", format!("grpc.tcp_listen {addr}: {e}"))
             };
             let listener = {
-                let _g = runtime.enter();
+                let _g = rt.enter();
                 let std_l = std::net::TcpListener::bind(addr).map_err(io)?;
                 std_l.set_nonblocking(true).map_err(io)?;
                 tokio::net::TcpListener::from_std(std_l).map_err(io)?
@@ -201,30 +213,40 @@ impl GrpcServer {
                 )));
             }
             let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
-            runtime.spawn(serve(
+            started.tasks.push(rt.spawn(serve(
                 server(TokenCheck(opts.token.clone())),
                 incoming,
                 stop_rx.clone(),
                 l.clone(),
                 "TCP",
-            ));
+            )));
             slog::info!(l, "gRPC cuzk.v1.ProvingEngine listening"; "tcp" => bound.to_string(), "token" => opts.token.is_some());
-            tcp_addr = Some(bound);
+            started.tcp_addr = Some(bound);
         }
-        Ok(GrpcServer {
-            runtime: Some(runtime),
-            stop: Some(stop_tx),
-            unix_socket,
-            tcp_addr,
-        })
+        Ok(started)
     }
 
-    /// Stops serving (in-flight calls are dropped; their jobs go on in the engine).
+    /// Stops serving: no new calls; calls in flight get up to 5 s to be answered (a drain has
+    /// waited for their jobs), then are dropped (their jobs go on in the engine). Removes the
+    /// unix socket's file.
     pub fn stop(&mut self) {
         if let Some(s) = self.stop.take() {
             let _ = s.send(true);
         }
         if let Some(rt) = self.runtime.take() {
+            let tasks = std::mem::take(&mut self.tasks);
+            // Not from inside a runtime (block_on would panic there): then the answers in flight
+            // are not waited for.
+            if tokio::runtime::Handle::try_current().is_err() {
+                rt.block_on(async {
+                    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+                        for t in tasks {
+                            let _ = t.await;
+                        }
+                    })
+                    .await;
+                });
+            }
             rt.shutdown_timeout(Duration::from_secs(2));
         }
         if let Some(p) = &self.unix_socket {

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use cuzk_filecoin::{params, FilecoinError, Registered};
 use tonic::{Request, Response, Status};
 
-use crate::daemon::jobs::{JobTable, Outcome, Submission, Tracked};
+use super::verification::{verifiable, Checks, Verdict};
+use crate::daemon::jobs::{IdError, JobTable, Outcome, Submission, Tracked};
 use crate::daemon::metrics::{Readiness, State};
 use crate::filecoin::job_spec;
 use crate::log;
@@ -31,6 +32,8 @@ struct Inner {
     /// One submission at a time per request id, so that two concurrent calls with the same id
     /// make one job.
     submitting: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// filecoin-proofs' verifier on the proofs of the jobs whose requests carry what it needs.
+    checks: Checks,
 }
 
 /// The service behind both listeners.
@@ -85,11 +88,12 @@ fn filecoin_code(e: &FilecoinError) -> tonic::Code {
     }
 }
 
-fn job_id(s: &str) -> Result<u64, Status> {
-    s.trim().parse::<u64>().map_err(|_| {
-        Status::invalid_argument(format!(
-            "job_id `{s}` is not a job id of this engine (a decimal number)"
-        ))
+/// The engine job a client's id names: `INVALID_ARGUMENT` for what is no job id, `NOT_FOUND` for
+/// one never issued or from an earlier run of the daemon (the message names the restart).
+fn job_id(jobs: &JobTable, s: &str) -> Result<u64, Status> {
+    jobs.resolve(s).map_err(|e| match e {
+        IdError::Malformed(m) => Status::invalid_argument(m),
+        IdError::NotFound(m) => Status::not_found(m),
     })
 }
 
@@ -97,11 +101,12 @@ fn ms(d: Duration) -> u64 {
     d.as_millis() as u64
 }
 
-/// An `AwaitProofResponse` for a job that ended.
-fn response_of(t: &Tracked, o: &Outcome) -> pb::AwaitProofResponse {
+/// An `AwaitProofResponse` for a job that ended, and what filecoin-proofs' verifier said of its
+/// proof (`None`: not verified): a proof it rejects is FAILED.
+fn response_of(t: &Tracked, o: &Outcome, verdict: Option<Verdict>) -> pb::AwaitProofResponse {
     use pb::await_proof_response::Status as S;
     let mut r = pb::AwaitProofResponse {
-        job_id: t.id.to_string(),
+        job_id: t.job_id.clone(),
         srs_load_ms: ms(t.srs_load),
         synthesis_ms: o.stages.synth_ms as u64,
         gpu_compute_ms: o.stages.gpu_total_ms as u64,
@@ -109,10 +114,21 @@ fn response_of(t: &Tracked, o: &Outcome) -> pb::AwaitProofResponse {
     };
     match &o.result {
         Ok(out) => {
-            r.status = S::Completed as i32;
-            r.proof = out.to_bytes();
             r.queue_wait_ms = ms(out.queue);
             r.total_ms = ms(out.wall + t.srs_load);
+            match verdict {
+                Some(Verdict::Invalid(why)) => {
+                    r.status = S::Failed as i32;
+                    r.error_message = why;
+                }
+                v => {
+                    r.status = S::Completed as i32;
+                    r.proof = out.to_bytes();
+                    if let Some(Verdict::Valid(name)) = v {
+                        r.verified_by = name.into();
+                    }
+                }
+            }
         }
         Err(e) => {
             r.status = if matches!(e, crate::pipeline::job::JobError::Cancelled(_)) {
@@ -166,6 +182,7 @@ impl Service {
             ready,
             circuits: Mutex::new(HashMap::new()),
             submitting: Mutex::new(HashMap::new()),
+            checks: Checks::default(),
         }))
     }
 
@@ -190,7 +207,9 @@ impl Service {
         match self.0.ready.get() {
             State::Ready => Ok(()),
             State::Starting => Err(Status::unavailable("starting: the engine cannot prove yet")),
-            State::Draining => Err(Status::unavailable("draining: no new work is accepted")),
+            State::Draining => Err(Status::unavailable(
+                "draining: the daemon is stopping once its jobs in flight end; no new work is accepted",
+            )),
         }
     }
 
@@ -271,13 +290,14 @@ impl Service {
         let srs_load = start.elapsed();
         self.remember(&path, reg);
         let priority = curio::priority(prio, (cfg.priority)(kind));
+        let check = verifiable(&parsed).then(|| parsed.clone());
         let spec = job_spec(parsed, srs, priority).map_err(fail)?;
         let partitions = spec.partitions.len();
         let handle = self
             .engine()?
             .submit(spec)
             .map_err(|e| status_of(&e, None))?;
-        Ok(self.jobs()?.track(
+        let t = self.jobs()?.track(
             handle,
             Submission {
                 kind: kind.name().into(),
@@ -285,7 +305,30 @@ impl Service {
                 partitions,
                 srs_load,
             },
-        ))
+        );
+        if let Some(parsed) = check {
+            self.0.checks.expect(self.jobs()?, t.id, parsed);
+        }
+        Ok(t)
+    }
+
+    /// The answer for `t`, which ended with `o`: its proof checked by filecoin-proofs' verifier
+    /// first, where its request carries what that needs (once per job, off the async threads).
+    async fn answer(
+        &self,
+        t: Arc<Tracked>,
+        o: Arc<Outcome>,
+    ) -> Result<pb::AwaitProofResponse, Status> {
+        let svc = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let verdict = match (&o.result, svc.jobs()) {
+                (Ok(out), Ok(jobs)) => svc.0.checks.verdict(jobs, t.id, out),
+                _ => None,
+            };
+            response_of(&t, &o, verdict)
+        })
+        .await
+        .map_err(|e| Status::internal(format!("verification task: {e}")))
     }
 
     /// Waits for `t` (at most `limit`), keeping the job if the client hangs up.
@@ -295,7 +338,7 @@ impl Service {
         limit: Option<Duration>,
     ) -> Result<pb::AwaitProofResponse, Status> {
         if let Some(o) = t.outcome() {
-            return Ok(response_of(&t, &o));
+            return self.answer(t, o).await;
         }
         let mut guard = DisconnectGuard {
             jobs: self.jobs()?.clone(),
@@ -309,13 +352,13 @@ impl Service {
             .map_err(|e| Status::internal(format!("wait task: {e}")))?;
         guard.done = true;
         Ok(match got {
-            Some(o) => response_of(&t, &o),
+            Some(o) => self.answer(t, o).await?,
             None => pb::AwaitProofResponse {
-                job_id: t.id.to_string(),
+                job_id: t.job_id.clone(),
                 status: pb::await_proof_response::Status::Timeout as i32,
                 error_message: format!(
                     "job {} still running after {} ms; it goes on (await it again)",
-                    t.id,
+                    t.job_id,
                     limit.map(ms).unwrap_or(0)
                 ),
                 ..Default::default()
@@ -363,7 +406,14 @@ impl Service {
                     ordinal: d.index as u32,
                     vram_total_bytes: d.vram_capacity,
                     vram_free_bytes: d.vram_capacity.saturating_sub(d.vram_reserved),
-                    current_job_id: current.map(|j| j.to_string()).unwrap_or_default(),
+                    current_job_id: current
+                        .map(|j| {
+                            self.0
+                                .jobs
+                                .get()
+                                .map_or_else(|| j.to_string(), |t| t.public_id(j))
+                        })
+                        .unwrap_or_default(),
                     current_proof_kind: current.map(kind_of).unwrap_or_default(),
                     computing: d.computing.as_ref().map(key).unwrap_or_default(),
                     staged: d.staged.iter().map(key).collect(),
@@ -471,7 +521,7 @@ impl ProvingEngine for Service {
             })
             .unwrap_or(0);
         Ok(Response::new(pb::SubmitProofResponse {
-            job_id: t.id.to_string(),
+            job_id: t.job_id.clone(),
             queue_position: ahead as u32,
             assigned_gpu: String::new(),
         }))
@@ -482,11 +532,12 @@ impl ProvingEngine for Service {
         req: Request<pb::AwaitProofRequest>,
     ) -> Result<Response<pb::AwaitProofResponse>, Status> {
         let r = req.into_inner();
-        let id = job_id(&r.job_id)?;
         let jobs = self.jobs()?;
+        let id = job_id(jobs, &r.job_id)?;
         let t = jobs.get(id).ok_or_else(|| {
             Status::not_found(format!(
-                "job {id} is unknown (not submitted here, or forgotten {} s after it ended)",
+                "job {} is unknown (not submitted here, or forgotten {} s after it ended)",
+                r.job_id.trim(),
                 jobs.retain().as_secs()
             ))
         })?;
@@ -512,8 +563,8 @@ impl ProvingEngine for Service {
         &self,
         req: Request<pb::CancelProofRequest>,
     ) -> Result<Response<pb::CancelProofResponse>, Status> {
-        let id = job_id(&req.into_inner().job_id)?;
         let jobs = self.jobs()?.clone();
+        let id = job_id(&jobs, &req.into_inner().job_id)?;
         let r = tokio::task::spawn_blocking(move || jobs.cancel(id))
             .await
             .map_err(|e| Status::internal(format!("cancel task: {e}")))?;
