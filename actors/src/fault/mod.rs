@@ -25,7 +25,7 @@ pub enum Stage {
     Synthesis,
     /// Pinning host memory for the upload (the partition's buffers or the staging buffers).
     Pin,
-    /// `Backend::stage` / `stage_through` (the host→device copy).
+    /// `Pipeline::stage` / `stage_through` (the host→device copy).
     Upload,
     /// The H step (`compute_h`).
     H,
@@ -33,7 +33,7 @@ pub enum Stage {
     Msm(Query),
     /// One batch addition (the 0/1 scalars of a query).
     BatchAdd(Query),
-    /// `Backend::collect` (read-back of the sums).
+    /// `Pipeline::collect` (read-back of the sums).
     Collect,
     /// Assembly of the proof from the sums.
     Assemble,

@@ -66,7 +66,7 @@ pub struct EngineConfig {
     /// its host reservation) so that one failing on a device is retried on another.
     pub device_fail_limit: u32,
     /// Device bytes kept free for the driver and other processes. Before each VRAM reservation
-    /// the dispatcher reads the device's memory (`Backend::memory`): while other processes hold
+    /// the dispatcher reads the device's memory (`Pipeline::memory`): while other processes hold
     /// more than they did at the start, the budget admits only what they leave less this.
     pub vram_reserve: u64,
     /// The machine's memory, read before each partition's synthesis starts (`HostMemory::system`
@@ -429,7 +429,7 @@ impl Engine {
     /// [`Engine::evict_srs`], saying what it freed: the loader's handle (refused while a job
     /// holds it), then, on every GPU where the parameters are resident and nothing is staged,
     /// their VRAM reservation (released by the dispatcher) and the device copy (freed by that
-    /// GPU's UploadActor, `Backend::evict_resident`). Returns once the device copies are freed.
+    /// GPU's UploadActor, `Pipeline::evict_resident`). Returns once the device copies are freed.
     pub fn evict_srs_freed(&self, path: &Path) -> Result<Evicted, EngineError> {
         let (tx, rx) = crossbeam_channel::bounded(1);
         self.loader.do_send(Evict {

@@ -158,7 +158,7 @@ pub struct Upload {
     pub bytes: u64,
 }
 
-/// Frees the parameters the backend keeps resident on this GPU (`Backend::evict_resident`), on
+/// Frees the parameters the backend keeps resident on this GPU (`Pipeline::evict_resident`), on
 /// this actor's thread, which owns the GPU's uploads: an evict, sent by the dispatcher once it has
 /// dropped its reservation for them and nothing is staged here. Replies with the device bytes the
 /// backend freed.

@@ -1,7 +1,7 @@
 //! UploadActor (one per GPU): owns the copy stream. Takes one partition at a time, in the order
 //! the dispatcher hands them out (nearest to compute first), stages it on the backend (a GPU
 //! backend uploads here) and hands it to compute. A backend that copies through staging buffers
-//! (`Backend::staging_bytes`) gets two pinned by the HostPinner once, on first use, and reused
+//! (`Pipeline::staging_bytes`) gets two pinned by the HostPinner once, on first use, and reused
 //! for every partition (nothing is pinned per partition); for any other backend that stages on a
 //! device, the partition's own buffers are pinned for the upload and unpinned before they are
 //! freed. A partition of the streamed tier (`Prepared::stream`) is handed on as it is (its steps

@@ -7,7 +7,7 @@
 //! registrations where they overlap it (their counts go up) and by new registrations for the gaps,
 //! each within one aligned block of `chunk` bytes (absolute addresses) — so overlapping requests
 //! from two workers never register the same byte twice (CUDA error 712 in the story cuzk starts
-//! from), and a copy split as `cuzk_engine::backend::COPY_PIECE` says reads from one registration
+//! from), and a copy split as `cuzk_engine::pipeline::COPY_PIECE` says reads from one registration
 //! per piece. A lease releases its counts when
 //! dropped; a registration is unregistered when its last holder goes.
 //!

@@ -7,7 +7,7 @@
 //! budget as the device's memory stands. With `srs_resident`, a GPU first holds the job's
 //! parameters resident ([`residency`](super::residency)).
 //!
-//! Before each reservation `refresh_vram` reads the device's memory (`Backend::memory`): while
+//! Before each reservation `refresh_vram` reads the device's memory (`Pipeline::memory`): while
 //! other processes hold some, the budget admits at most total − others − `engine.vram_reserve_mib`.
 //! The tier is chosen by what that leaves: a partition that no longer fits whole takes a smaller
 //! tier (the chunked one; on a GPU pipeline, the plan `tier::GpuPlan` makes from the GPU's whole

@@ -81,7 +81,7 @@ impl Placement {
     }
 
     /// Releases `gpu`'s resident-parameter reservation and has its UploadActor free the device
-    /// copy (`Backend::evict_resident`).
+    /// copy (`Pipeline::evict_resident`).
     fn drop_resident(&mut self, gpu: usize) -> Option<ResidentDropped> {
         let (_, res, reserved) = self.resident[gpu].take()?;
         self.vram[gpu].release(res);
