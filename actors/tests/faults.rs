@@ -502,3 +502,40 @@ fn memory_other_processes_take_makes_partitions_chunk_or_wait_never_fail() {
     assert_eq!(r.engine.status().unwrap().vram[0].available, capacity);
     assert_back_to(&r, &base, "after the waiting job");
 }
+
+/// The job's queue time (`JobOutput::queue`) ends when its first partition starts synthesizing:
+/// a synthesis held for 1.5 s is in the job's wall time, not in its queue time.
+#[test]
+fn a_slow_synthesis_counts_in_the_wall_time_not_in_the_queue_time() {
+    let r = rig(1, Staging::Pinned);
+    warm(&r);
+    let gate = r
+        .faults
+        .add(Rule::new(Stage::Synthesis, Fault::Block).partition(0));
+    let job = r
+        .engine
+        .submit(JobSpec::new(r.srs.clone(), circuits(90, 1)))
+        .unwrap();
+    r.faults
+        .wait_held(gate, Duration::from_secs(30))
+        .expect("synthesis never held");
+    let hold = Duration::from_millis(1500);
+    std::thread::sleep(hold);
+    r.faults.release(gate);
+    r.faults.clear();
+    let out = job
+        .wait_timeout(Duration::from_secs(120))
+        .expect("never answered")
+        .expect("the job failed");
+    assert!(
+        out.wall >= hold,
+        "wall {:?} shorter than the hold",
+        out.wall
+    );
+    assert!(
+        out.queue < Duration::from_secs(1),
+        "queue {:?} counts the {hold:?} synthesis (wall {:?})",
+        out.queue,
+        out.wall
+    );
+}

@@ -209,7 +209,8 @@ pub struct JobOutput {
     pub id: JobId,
     pub proofs: Vec<Proof<Bls12>>,
     pub public_inputs: Vec<Vec<Scalar>>,
-    /// Submission to the first partition's upload.
+    /// Submission to the start of the first partition's synthesis: the time the job waited for
+    /// host memory and a synthesis worker (synthesis itself is not counted).
     pub queue: Duration,
     /// First upload to the last partition's result.
     pub prove: Duration,

@@ -71,7 +71,8 @@ pub enum Response {
         job: u64,
     },
     /// A finished job: its proof bytes (192 per partition, in order, each self-verified) and
-    /// where its time went.
+    /// where its time went: `queue_ms` from submission to its first partition's synthesis start
+    /// (synthesis not counted), `prove_ms` from its first upload to its last proof.
     Proof {
         job: u64,
         proof: Vec<u8>,

@@ -244,6 +244,7 @@ impl Dispatcher {
             self.admission.host.release(res);
             return;
         };
+        st.first_synth.get_or_insert_with(Instant::now);
         self.admission.synthesizing.insert(key, need);
         if let Synthesis::Unrecorded { key: shape } = how {
             self.admission.recording.insert(key, shape);
@@ -344,6 +345,7 @@ impl Handler<Submit> for Dispatcher {
                 cancelled: Arc::new(AtomicBool::new(false)),
                 reply: Some(msg.reply),
                 submitted: Instant::now(),
+                first_synth: None,
                 first_upload: None,
                 in_flight: HashMap::new(),
                 ready: HashMap::new(),

@@ -83,6 +83,8 @@ struct JobState {
     cancelled: Arc<AtomicBool>,
     reply: Option<Sender<Result<JobOutput, JobError>>>,
     submitted: Instant,
+    /// When the job's first partition began synthesizing: the end of its queue time.
+    first_synth: Option<Instant>,
     first_upload: Option<Instant>,
     in_flight: HashMap<usize, InFlight>,
     /// Synthesized partitions waiting for dispatch.
@@ -289,7 +291,7 @@ impl Dispatcher {
                 id: job,
                 proofs,
                 public_inputs,
-                queue: first - st.submitted,
+                queue: st.first_synth.unwrap_or(first) - st.submitted,
                 prove: now - first,
                 wall: now - st.submitted,
             };
