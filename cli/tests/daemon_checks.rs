@@ -10,42 +10,16 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use common::daemon::{unix_client, Daemon};
+
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cuzk_actors::daemon::grpc::pb;
-use cuzk_actors::daemon::grpc::pb::proving_engine_client::ProvingEngineClient;
 use cuzk_filecoin::request::prover_id_of_miner;
 use cuzk_filecoin::{params, sample, ProofRequest, Registered};
-use tonic::transport::Channel;
 
 const MINER: u64 = 1234;
-
-struct Daemon(Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-async fn unix_client(path: PathBuf) -> ProvingEngineClient<Channel> {
-    let channel = tonic::transport::Endpoint::try_from("http://[::]:50051")
-        .unwrap()
-        .connect_with_connector(tower::service_fn(move |_: tonic::transport::Uri| {
-            let path = path.clone();
-            async move {
-                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(
-                    tokio::net::UnixStream::connect(path).await?,
-                ))
-            }
-        }))
-        .await
-        .unwrap();
-    ProvingEngineClient::new(channel)
-}
 
 /// The request Curio's client builds for a PoRep C2 of `sealed`'s C1 output, for `sector_number`.
 fn curio_porep(sealed: &sample::Sealed, sector_number: u64) -> pb::SubmitProofRequest {

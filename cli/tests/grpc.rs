@@ -10,10 +10,12 @@
 
 mod common;
 
+use common::daemon::{free_port, unix_client, Daemon};
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -28,59 +30,8 @@ use tonic::Code;
 const MINER: u64 = 1234;
 const TOKEN: &str = "s3cret-token";
 
-struct Daemon(Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-async fn unix_client(path: PathBuf) -> ProvingEngineClient<Channel> {
-    let channel = tonic::transport::Endpoint::try_from("http://[::]:50051")
-        .unwrap()
-        .connect_with_connector(tower::service_fn(move |_: tonic::transport::Uri| {
-            let path = path.clone();
-            async move {
-                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(
-                    tokio::net::UnixStream::connect(path).await?,
-                ))
-            }
-        }))
-        .await
-        .unwrap();
-    ProvingEngineClient::new(channel)
-        .max_decoding_message_size(256 << 20)
-        .max_encoding_message_size(256 << 20)
-}
-
-/// The request Curio's client builds for a PoRep C2.
 fn curio_porep(f: &common::Fixture, request_id: &str) -> pb::SubmitProofRequest {
-    let wrapper = serde_json::json!({
-        "SectorNum": f.sector.sector_id,
-        "Phase1Out": base64::engine::general_purpose::STANDARD.encode(&f.sector.c1_json),
-        "SectorSize": 2048,
-    });
-    pb::SubmitProofRequest {
-        request_id: request_id.into(),
-        proof_kind: pb::ProofKind::PorepSealCommit as i32,
-        sector_size: 2048,
-        registered_proof: 5, // abi RegisteredSealProof_StackedDrg2KiBV1_1
-        priority: pb::Priority::Normal as i32,
-        vanilla_proof: serde_json::to_vec(&wrapper).unwrap(),
-        sector_number: f.sector.sector_id,
-        miner_id: MINER,
-        ..Default::default()
-    }
+    common::daemon::curio_porep(f, request_id, MINER)
 }
 
 fn code_and_message<T: std::fmt::Debug>(

@@ -6,26 +6,16 @@
 
 mod common;
 
+use common::daemon::{unix_client, Daemon};
+
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
 use cuzk_actors::daemon::grpc::pb;
-use cuzk_actors::daemon::grpc::pb::proving_engine_client::ProvingEngineClient;
-use tonic::transport::Channel;
 use tonic::Code;
-
-struct Daemon(Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// Starts `cuzk daemon` (CPU backend) with its control socket and gRPC unix socket in `dir`,
 /// its log in `dir/daemon.log`, and waits until it is ready.
@@ -61,41 +51,8 @@ fn start(dir: &Path, params: Option<&Path>, log: &str) -> Daemon {
     }
 }
 
-async fn unix_client(path: PathBuf) -> ProvingEngineClient<Channel> {
-    let channel = tonic::transport::Endpoint::try_from("http://[::]:50051")
-        .unwrap()
-        .connect_with_connector(tower::service_fn(move |_: tonic::transport::Uri| {
-            let path = path.clone();
-            async move {
-                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(
-                    tokio::net::UnixStream::connect(path).await?,
-                ))
-            }
-        }))
-        .await
-        .unwrap();
-    ProvingEngineClient::new(channel)
-        .max_decoding_message_size(256 << 20)
-        .max_encoding_message_size(256 << 20)
-}
-
-/// The request Curio's client builds for a 2 KiB PoRep C2 of the fixture's sector.
 fn porep(f: &common::Fixture, request_id: &str) -> pb::SubmitProofRequest {
-    let wrapper = serde_json::json!({
-        "SectorNum": f.sector.sector_id,
-        "Phase1Out": base64::engine::general_purpose::STANDARD.encode(&f.sector.c1_json),
-        "SectorSize": 2048,
-    });
-    pb::SubmitProofRequest {
-        request_id: request_id.into(),
-        proof_kind: pb::ProofKind::PorepSealCommit as i32,
-        sector_size: 2048,
-        registered_proof: 5,
-        priority: pb::Priority::Normal as i32,
-        vanilla_proof: serde_json::to_vec(&wrapper).unwrap(),
-        sector_number: f.sector.sector_id,
-        ..Default::default()
-    }
+    common::daemon::curio_porep(f, request_id, 0)
 }
 
 fn runtime() -> tokio::runtime::Runtime {
