@@ -539,3 +539,47 @@ fn a_slow_synthesis_counts_in_the_wall_time_not_in_the_queue_time() {
         out.wall
     );
 }
+
+/// `LoadedSrs::jobs` (gRPC GetStatus' `ref_count`) and the evict refusal count the jobs that use
+/// the parameters, not the handles held: a caller's own handle neither shows nor refuses.
+#[test]
+fn the_parameters_count_the_jobs_that_use_them_and_evict_is_refused_only_while_one_does() {
+    let r = rig(1, Staging::Pinned);
+    warm(&r);
+    let path = std::path::PathBuf::from("/nonexistent/cuzk-test/params");
+    r.engine.install_srs(&path, r.srs.clone()).unwrap();
+    let srs = r.engine.load_srs(&path).unwrap();
+    let gate = r
+        .faults
+        .add(Rule::new(Stage::Synthesis, Fault::Block).partition(0));
+    let job = r
+        .engine
+        .submit(JobSpec::new(srs.clone(), circuits(95, 1)))
+        .unwrap();
+    r.faults
+        .wait_held(gate, Duration::from_secs(30))
+        .expect("synthesis never held");
+    let loaded = r.engine.loaded_srs().unwrap();
+    assert_eq!(loaded.len(), 1, "{loaded:?}");
+    assert_eq!(loaded[0].jobs, 1, "one job uses them: {loaded:?}");
+    let refused = r
+        .engine
+        .evict_srs(&path)
+        .expect_err("evicted while a job uses them");
+    assert!(
+        refused.to_string().contains("in use by 1 job "),
+        "the refusal names one job: {refused}"
+    );
+    r.faults.release(gate);
+    r.faults.clear();
+    job.wait_timeout(Duration::from_secs(120))
+        .expect("never answered")
+        .expect("the job failed");
+    let loaded = r.engine.loaded_srs().unwrap();
+    assert_eq!(loaded[0].jobs, 0, "the job is answered: {loaded:?}");
+    // This test still holds `srs` (and the rig its own handle): not a job, so no refusal.
+    assert!(loaded[0].holders >= 1, "{loaded:?}");
+    r.engine.evict_srs(&path).unwrap();
+    assert!(r.engine.loaded_srs().unwrap().is_empty());
+    drop(srs);
+}

@@ -25,13 +25,13 @@ use cuzk_srs::{OpenOptions, Srs};
 
 use crate::pipeline::collector::MsmCollector;
 use crate::pipeline::compute::{ComputeActor, ComputeQueue};
-use crate::pipeline::dispatcher::{Dispatcher, DispatcherConfig};
+use crate::pipeline::dispatcher::{Dispatcher, DispatcherConfig, JobsUsing};
 use crate::pipeline::job::{JobHandle, JobId, JobSpec};
 use crate::pipeline::messages::{
     Cancel, Evict, EvictIdle, EvictResident, GetStatus, Install, List, Load, SetPaused,
     SetUploaders, Shutdown, StageReports, Submit, UnpinStaging,
 };
-use crate::pipeline::srs_loader::{LoadedSrs, SrsLoader};
+use crate::pipeline::srs_loader::{Handles, LoadedSrs, SrsLoader};
 use crate::pipeline::status::Status;
 use crate::pipeline::timeline::Timeline;
 use crate::pipeline::turns::Turns;
@@ -420,17 +420,28 @@ impl Engine {
             .unwrap_or(false)
     }
 
-    /// Evicts the parameters loaded from `path` (refused while a job holds them), and their
+    /// Evicts the parameters loaded from `path` (refused while a job uses them), and their
     /// resident copies on every GPU where nothing is staged; see [`Engine::evict_srs_freed`].
     pub fn evict_srs(&self, path: &Path) -> Result<(), EngineError> {
         self.evict_srs_freed(path).map(|_| ())
     }
 
-    /// [`Engine::evict_srs`], saying what it freed: the loader's handle (refused while a job
-    /// holds it), then, on every GPU where the parameters are resident and nothing is staged,
+    /// [`Engine::evict_srs`], saying what it freed: the loader's handle (refused while a job not
+    /// yet answered uses it, naming how many), then, on every GPU where the parameters are resident and nothing is staged,
     /// their VRAM reservation (released by the dispatcher) and the device copy (freed by that
     /// GPU's UploadActor, `Pipeline::evict_resident`). Returns once the device copies are freed.
     pub fn evict_srs_freed(&self, path: &Path) -> Result<Evicted, EngineError> {
+        let handle = self.srs_handles()?.into_iter().find(|(p, _)| p == path);
+        if let Some((_, srs)) = handle {
+            let jobs = self.jobs_using(vec![srs])?.first().copied().unwrap_or(0);
+            if jobs > 0 {
+                let s = if jobs == 1 { "" } else { "s" };
+                return Err(EngineError::srs(
+                    path,
+                    format!("in use by {jobs} job{s} (queued or running); evict refused"),
+                ));
+            }
+        }
         let (tx, rx) = crossbeam_channel::bounded(1);
         self.loader.do_send(Evict {
             path: path.into(),
@@ -472,10 +483,31 @@ impl Engine {
         Ok(freed)
     }
 
-    /// The open parameter files.
+    /// The open parameter files, each with the jobs (queued or running) that use it.
     pub fn loaded_srs(&self) -> Result<Vec<LoadedSrs>, EngineError> {
         let (tx, rx) = crossbeam_channel::bounded(1);
         self.loader.do_send(List(tx));
+        let mut list = rx.recv().map_err(|_| stopped())?;
+        let handles = self.srs_handles()?;
+        let counts = self.jobs_using(handles.iter().map(|(_, s)| s.clone()).collect())?;
+        for l in &mut list {
+            let i = handles.iter().position(|(p, _)| *p == l.path);
+            l.jobs = i.and_then(|i| counts.get(i).copied()).unwrap_or(0);
+        }
+        Ok(list)
+    }
+
+    /// The loader's handles, by path.
+    fn srs_handles(&self) -> Result<Vec<(PathBuf, Arc<Srs>)>, EngineError> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.loader.do_send(Handles(tx));
+        rx.recv().map_err(|_| stopped())
+    }
+
+    /// For each handle, the jobs not yet answered that use it.
+    fn jobs_using(&self, srs: Vec<Arc<Srs>>) -> Result<Vec<usize>, EngineError> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.dispatcher.do_send(JobsUsing { srs, reply: tx });
         rx.recv().map_err(|_| stopped())
     }
 

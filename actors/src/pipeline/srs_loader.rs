@@ -1,6 +1,8 @@
 //! SrsLoader: owns the parameter files. Each is opened once (through cuzk-srs and its decode
-//! cache) and handed out as a shared handle; evicting a handle a job still holds is refused;
-//! handles idle longer than the configured time are evicted (least recently used first).
+//! cache) and handed out as a shared handle; handles idle longer than the configured time and
+//! held by nobody are evicted (least recently used first). Evicting by name is refused while a
+//! job (queued or running) uses the parameters: the engine asks the dispatcher for those jobs
+//! ([`Handles`] gives it the handles to ask about) before it sends [`Evict`].
 //! Parameters built in memory (a setup run into the engine, no file behind them) are installed
 //! under the path they stand for, and kept until evicted by name: idle eviction skips them,
 //! since they cannot be opened again.
@@ -12,6 +14,8 @@ use std::time::Instant;
 
 use actix::prelude::*;
 use cuzk_srs::{OpenOptions, Srs};
+
+use crossbeam_channel::Sender;
 
 use crate::pipeline::messages::{Evict, EvictIdle, Install, List, Load};
 
@@ -75,19 +79,13 @@ impl Handler<Install> for SrsLoader {
 impl Handler<Evict> for SrsLoader {
     type Result = ();
     fn handle(&mut self, msg: Evict, _: &mut SyncContext<Self>) {
-        let result = match self.loaded.get(&msg.path) {
-            None => Err(format!("{} is not loaded", msg.path.display())),
-            Some((srs, _)) if Arc::strong_count(srs) > 1 => Err(format!(
-                "{} is in use by {} holder(s); evict refused",
-                msg.path.display(),
-                Arc::strong_count(srs) - 1
-            )),
-            Some(_) => self
-                .loaded
-                .remove(&msg.path)
-                .map(|(srs, _)| srs)
-                .ok_or_else(|| format!("{} is not loaded", msg.path.display())),
-        };
+        // Whether a job uses the handle is the engine's check (the dispatcher knows the jobs);
+        // other holders (a job's partition still draining after its answer) keep their copy.
+        let result = self
+            .loaded
+            .remove(&msg.path)
+            .map(|(srs, _)| srs)
+            .ok_or_else(|| format!("{} is not loaded", msg.path.display()));
         let _ = msg.reply.send(result);
     }
 }
@@ -120,8 +118,11 @@ pub struct LoadedSrs {
     pub path: PathBuf,
     /// Bytes of its points (in memory or mapped from the decode cache).
     pub bytes: u64,
-    /// Handles held besides the loader's own (jobs, a GPU's resident copy).
+    /// Handles held besides the loader's own (jobs, their partitions in flight, callers).
     pub holders: usize,
+    /// Jobs not yet answered (queued or running) that use these parameters: what refuses an
+    /// evict (filled in by `Engine::loaded_srs`).
+    pub jobs: usize,
     pub idle_ms: u64,
 }
 
@@ -144,10 +145,28 @@ impl Handler<List> for SrsLoader {
                 path: p.clone(),
                 bytes: srs.point_bytes(),
                 holders: Arc::strong_count(srs) - 1,
+                jobs: 0,
                 idle_ms: used.elapsed().as_millis() as u64,
             })
             .collect();
         v.sort_by(|a, b| a.path.cmp(&b.path));
+        let _ = msg.0.send(v);
+    }
+}
+
+/// The loaded handles, by path (for the engine to ask the dispatcher which jobs use them).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Handles(pub Sender<Vec<(PathBuf, Arc<Srs>)>>);
+
+impl Handler<Handles> for SrsLoader {
+    type Result = ();
+    fn handle(&mut self, msg: Handles, _: &mut SyncContext<Self>) {
+        let v = self
+            .loaded
+            .iter()
+            .map(|(p, (srs, _))| (p.clone(), srs.clone()))
+            .collect();
         let _ = msg.0.send(v);
     }
 }

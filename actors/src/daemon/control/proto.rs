@@ -24,7 +24,7 @@ pub enum Request {
     Preload {
         path: String,
     },
-    /// Drops the engine's handle to a parameter file (refused while a job holds it).
+    /// Drops the engine's handle to a parameter file (refused while a queued or running job uses it).
     Evict {
         path: String,
     },

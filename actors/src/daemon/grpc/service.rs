@@ -448,7 +448,7 @@ impl Service {
                     pb::srs_status::Tier::Warm
                 } as i32,
                 size_bytes: s.bytes,
-                ref_count: s.holders as u32,
+                ref_count: s.jobs as u32,
             })
             .collect();
         let mut queues: Vec<pb::QueueStatus> = Vec::new();

@@ -20,13 +20,16 @@
 //! budgets, tiers and the hand-over to the uploaders ([`Placement`](placement::Placement));
 //! [`residency`] each GPU's plan (`tier::GpuPlan`) and the parameters it keeps resident;
 //! [`failover`] device failures, retries and devices out of service
-//! ([`Failover`](failover::Failover)); [`status`] the status answer and shutdown.
+//! ([`Failover`](failover::Failover)); [`status`] the status answer, the jobs using given
+//! parameters, and shutdown.
 
 mod admission;
 mod failover;
 mod placement;
 mod residency;
 mod status;
+
+pub(crate) use status::JobsUsing;
 
 use std::cmp::Reverse;
 use std::collections::HashMap;

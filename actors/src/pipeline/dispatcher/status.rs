@@ -1,10 +1,14 @@
 //! The dispatcher's answers about itself: its [`Status`] (jobs, queues, budgets, what is on each
 //! GPU, residency, devices out of service), and shutdown: every live job answered, new jobs
-//! refused, and the caller told once nothing is in flight any more.
+//! refused, and the caller told once nothing is in flight any more; and how many jobs use
+//! given parameters ([`JobsUsing`], what refuses an evict and GetStatus' `ref_count`).
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use actix::prelude::*;
+use crossbeam_channel::Sender;
+use cuzk_srs::Srs;
 
 use super::Dispatcher;
 use crate::pipeline::job::{JobError, JobId};
@@ -79,6 +83,36 @@ impl Dispatcher {
                 let _ = reply.send(self.placement.uploaders.clone());
             }
         }
+    }
+}
+
+/// For each of the given parameter handles, the jobs not yet answered (queued or running) that
+/// use it: the same handle, or a handle opened from the same file.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct JobsUsing {
+    pub srs: Vec<Arc<Srs>>,
+    pub reply: Sender<Vec<usize>>,
+}
+
+impl Handler<JobsUsing> for Dispatcher {
+    type Result = ();
+    fn handle(&mut self, msg: JobsUsing, _: &mut Context<Self>) {
+        let same = |a: &Arc<Srs>, b: &Arc<Srs>| {
+            Arc::ptr_eq(a, b)
+                || (a.layout().is_some() && b.layout().is_some() && a.path() == b.path())
+        };
+        let counts = msg
+            .srs
+            .iter()
+            .map(|s| {
+                self.jobs
+                    .values()
+                    .filter(|j| j.reply.is_some() && same(&j.spec_srs, s))
+                    .count()
+            })
+            .collect();
+        let _ = msg.reply.send(counts);
     }
 }
 
