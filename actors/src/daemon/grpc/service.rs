@@ -51,7 +51,7 @@ impl Service {
 /// names what it was about. The one place an [`EngineError`] becomes a gRPC status: a request
 /// refused as given or a setting is `INVALID_ARGUMENT`; an unknown job `NOT_FOUND`; a parameter
 /// file `FAILED_PRECONDITION` where the file is there (it could not be loaded, or an evict was
-/// refused while a job holds it), `NOT_FOUND` where it is not; an engine stopped or busy
+/// refused while a queued or running job uses it), `NOT_FOUND` where it is not; an engine stopped or busy
 /// `UNAVAILABLE`; the devices, a socket or thread, the backends `INTERNAL`; a Filecoin request as
 /// [`filecoin_code`] says.
 fn status_of(e: &EngineError, about: Option<&str>) -> Status {

@@ -120,7 +120,7 @@ pub struct DispatcherConfig {
     /// A device with this many consecutive device-side failures is taken out of service while
     /// another device is in service (0: never).
     pub device_fail_limit: u32,
-    /// The devices, read for their memory before each VRAM reservation (`Backend::memory`), so
+    /// The devices, read for their memory before each VRAM reservation (`Pipeline::memory`), so
     /// memory other processes take after the start shrinks what is admitted.
     pub devices: Vec<Arc<dyn cuzk_engine::Pipeline>>,
     /// Device bytes kept free for the driver and other processes.
