@@ -28,6 +28,7 @@ mod failover;
 mod placement;
 mod residency;
 mod status;
+mod vram_limit;
 
 pub(crate) use status::JobsUsing;
 

@@ -35,10 +35,6 @@ use crate::resources::tier::{choose, Dims, Tier};
 /// How many recent dispatches `Status` reports (a long-running daemon must not grow without end).
 const DISPATCH_LOG: usize = 4096;
 
-/// A change smaller than this in the memory other processes hold (since the figure last logged)
-/// is applied to the VRAM limit without a log line.
-const LIMIT_LOG_STEP: u64 = 256 << 20;
-
 /// The GPU side of the dispatcher.
 pub(super) struct Placement {
     pub(super) uploaders: Vec<Addr<UploadActor>>,
@@ -124,44 +120,13 @@ impl Placement {
         !self.uploading[gpu] && self.staged[gpu] < self.depth + usize::from(outranks)
     }
 
-    /// Reads `gpu`'s memory and limits its budget to what other processes leave: total, less
-    /// what they (and the driver) hold, less the reserve. Logs when what others hold changes (by
-    /// `LIMIT_LOG_STEP` since it was last logged), not on every read: a figure near the capacity
-    /// that moves the limit on and off at each dispatch is one line.
+    /// Reads `gpu`'s memory and limits its budget to what other processes leave
+    /// ([`vram_limit::refresh`](super::vram_limit::refresh)).
     fn refresh_vram(&mut self, gpu: usize) {
-        let Some(m) = self.devices.get(gpu).and_then(|d| d.memory()) else {
-            return;
-        };
-        let budget = &mut self.vram[gpu];
-        let usable = m
-            .total
-            .saturating_sub(m.others())
-            .saturating_sub(self.vram_reserve);
-        let limit = (usable < budget.capacity()).then_some(usable);
-        let others = m.others();
-        let logged = &mut self.others_logged[gpu];
-        let moved = match (*logged, limit) {
-            (None, Some(_)) => true,
-            (None, None) => false,
-            (Some(was), _) => was.abs_diff(others) >= LIMIT_LOG_STEP,
-        };
-        if moved {
-            *logged = limit.map(|_| others);
-            let l = crate::log::component("dispatcher");
-            match limit {
-                Some(l_now) => {
-                    slog::warn!(l, "other processes (or this engine's resident recordings) hold device memory: the VRAM budget admits less until they free it";
-                    "gpu" => gpu, "others_mib" => m.others() >> 20, "free_mib" => m.free >> 20,
-                    "admits_mib" => l_now >> 20, "capacity_mib" => budget.capacity() >> 20,
-                    "reserved_mib" => budget.reserved() >> 20)
-                }
-                None => {
-                    slog::info!(l, "device memory freed by other processes: the VRAM budget is back to its capacity";
-                    "gpu" => gpu, "capacity_mib" => budget.capacity() >> 20)
-                }
-            }
+        if let Some(d) = self.devices.get(gpu) {
+            let (budget, logged) = (&mut self.vram[gpu], &mut self.others_logged[gpu]);
+            super::vram_limit::refresh(&**d, gpu, budget, self.vram_reserve, logged);
         }
-        budget.set_limit(limit);
     }
 
     /// Whether partitions of this shape leave their MSM scalar splits to the device: every
