@@ -1,7 +1,7 @@
 //! Filecoin proof kinds as engine jobs: a [`ProofRequest`] (the bytes a node's sealing or PoSt
 //! pipeline produced) becomes a [`JobSpec`] over the partition circuits filecoin-proofs builds,
 //! against the standard parameter file, with its partitions' public inputs checked against
-//! filecoin-proofs' `generate_public_inputs`, and a priority by kind.
+//! filecoin-proofs' `generate_public_inputs`, a priority by kind, and an optional deadline.
 //!
 //! At the crate's top level, beside the three rooms: it is a client of the pipeline (an
 //! [`Engine`] and the [`JobSpec`]s it builds), not part of it (the pipeline proves any circuit),
@@ -100,8 +100,19 @@ impl Engine {
         req: ProofRequest,
         cfg: &FilecoinConfig,
     ) -> Result<FilecoinJob, EngineError> {
+        self.submit_filecoin_with_deadline(req, cfg, None)
+    }
+
+    /// As [`Engine::submit_filecoin`], due `deadline` after submission ([`JobSpec::deadline`]:
+    /// a proof that ends later is reported as a missed deadline).
+    pub fn submit_filecoin_with_deadline(
+        &self,
+        req: ProofRequest,
+        cfg: &FilecoinConfig,
+        deadline: Option<std::time::Duration>,
+    ) -> Result<FilecoinJob, EngineError> {
         let parsed = req.parse()?;
-        self.submit_parsed(parsed, cfg)
+        self.submit_parsed_with_deadline(parsed, cfg, deadline)
     }
 
     /// As [`Engine::submit_filecoin`], for a request already parsed.
@@ -109,6 +120,16 @@ impl Engine {
         &self,
         parsed: Parsed,
         cfg: &FilecoinConfig,
+    ) -> Result<FilecoinJob, EngineError> {
+        self.submit_parsed_with_deadline(parsed, cfg, None)
+    }
+
+    /// As [`Engine::submit_filecoin_with_deadline`], for a request already parsed.
+    pub fn submit_parsed_with_deadline(
+        &self,
+        parsed: Parsed,
+        cfg: &FilecoinConfig,
+        deadline: Option<std::time::Duration>,
     ) -> Result<FilecoinJob, EngineError> {
         let registered = parsed.registered();
         let dir = params::dir(cfg.params_dir.as_deref());
@@ -124,7 +145,7 @@ impl Engine {
             }
         };
         let srs = self.load_srs(&path)?;
-        let spec = job_spec(parsed, srs, (cfg.priority)(registered.kind()))?;
+        let spec = job_spec(parsed, srs, (cfg.priority)(registered.kind()))?.deadline(deadline);
         let partitions = spec.partitions.len();
         let handle = self.submit(spec)?;
         Ok(FilecoinJob {

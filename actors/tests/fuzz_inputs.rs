@@ -134,6 +134,7 @@ proptest! {
         id in "[a-z0-9-]{0,20}",
         partition_index in any::<u32>(),
         miner_id in any::<u64>(),
+        deadline_ms in any::<u64>(),
     ) {
         let req = pb::SubmitProofRequest {
             request_id: id,
@@ -150,6 +151,7 @@ proptest! {
             comm_r_old: comm.clone(),
             comm_r_new: comm.clone(),
             comm_d_new: comm,
+            deadline_ms,
         };
         convert(&req);
         let mut bytes = Vec::new();

@@ -1,6 +1,7 @@
 //! Prometheus metrics (Prometheus' text format 0.0.4 by default, OpenMetrics where a scraper asks:
 //! [`exposition`](crate::daemon::exposition)): counters of jobs by kind and
-//! outcome, kept for the daemon's life; the stage histograms the timeline keeps (the pipeline
+//! outcome, kept for the daemon's life; the engine's count of missed deadlines by kind (read at
+//! each scrape); the stage histograms the timeline keeps (the pipeline
 //! feeds them as spans are recorded; they are read here); gauges read from the engine at each
 //! scrape (queues, budgets, pinned memory, loaded parameters, GPU busy fraction). Served by the
 //! control socket's `Metrics`, gRPC `GetMetrics` and, where `metrics.http_listen` is set, plain
@@ -192,6 +193,15 @@ impl Metrics {
             "job_seconds",
             "Submission to proof of completed jobs, by kind",
             self.job_seconds.clone(),
+        );
+        let missed: Family<Labels, Counter> = Family::default();
+        for (k, n) in engine.deadlines_missed() {
+            missed.get_or_create(&kind(&k)).inc_by(n);
+        }
+        r.register(
+            "deadlines_missed",
+            "Proof jobs that ended after the deadline their request carried, by kind",
+            missed,
         );
         r.register(
             "stage_seconds",

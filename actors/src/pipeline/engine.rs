@@ -25,7 +25,7 @@ use cuzk_srs::{OpenOptions, Srs};
 
 use crate::pipeline::collector::MsmCollector;
 use crate::pipeline::compute::{ComputeActor, ComputeQueue};
-use crate::pipeline::dispatcher::{Dispatcher, DispatcherConfig, JobsUsing};
+use crate::pipeline::dispatcher::{DeadlinesMissed, Dispatcher, DispatcherConfig, JobsUsing};
 use crate::pipeline::job::{JobHandle, JobId, JobSpec};
 use crate::pipeline::messages::{
     Cancel, Evict, EvictIdle, EvictResident, GetStatus, Install, List, Load, SetPaused,
@@ -137,6 +137,8 @@ pub struct Engine {
     system: actix_rt::System,
     thread: Mutex<Option<JoinHandle<()>>>,
     timeline: Timeline,
+    /// Jobs that ended after their deadline, by kind (the dispatcher counts them).
+    deadlines_missed: DeadlinesMissed,
     /// One name per device (`start_on`: the GPU's name, or `cpu`).
     device_names: Vec<String>,
 }
@@ -190,6 +192,8 @@ impl Engine {
         let device_names = (0..backends.len()).map(|i| format!("device {i}")).collect();
         let (tx, rx) = crossbeam_channel::bounded::<Result<Started, String>>(1);
         let tl = timeline.clone();
+        let deadlines_missed = DeadlinesMissed::default();
+        let missed = deadlines_missed.clone();
         let thread = std::thread::Builder::new()
             .name("cuzk-actors".into())
             .spawn(move || {
@@ -207,6 +211,7 @@ impl Engine {
                         vram_reserve: cfg.vram_reserve,
                         host_memory: cfg.host_memory.clone(),
                         host_reserve: cfg.host_reserve,
+                        deadlines_missed: missed,
                     };
                     let dispatcher = Dispatcher::new(dcfg, tl.clone())?.start();
                     // Whole multiples of the copy piece, so that no copy piece spans two registrations.
@@ -323,6 +328,7 @@ impl Engine {
             system: s.system,
             thread: Mutex::new(Some(thread)),
             timeline,
+            deadlines_missed,
             device_names,
         })
     }
@@ -340,7 +346,7 @@ impl Engine {
 
     /// Queues `spec`; [`EngineError::Busy`] where the queue cannot take it now,
     /// [`EngineError::Stopped`] where the engine is gone. The job's own failure comes through
-    /// its handle ([`JobError`](crate::JobError)).
+    /// its handle ([`JobError`](crate::JobError)). A [`JobSpec::deadline`] counts from here.
     pub fn submit(&self, spec: JobSpec) -> Result<JobHandle, EngineError> {
         let (reply, rx) = crossbeam_channel::bounded(1);
         let (id_tx, id_rx) = crossbeam_channel::bounded(1);
@@ -527,6 +533,12 @@ impl Engine {
 
     pub fn timeline(&self) -> &Timeline {
         &self.timeline
+    }
+
+    /// How many jobs ended after their deadline ([`JobSpec::deadline`]), by kind, since the
+    /// engine started (kinds that never missed one are absent).
+    pub fn deadlines_missed(&self) -> Vec<(String, u64)> {
+        self.deadlines_missed.by_kind()
     }
 
     /// Stops the actors; jobs still running end with `EngineStopped`.

@@ -62,6 +62,11 @@ pub struct JobSpec {
     pub randomness: Randomness,
     /// What kind of proof this is, for log lines (`porep`, `snap`, …; `custom` unless set).
     pub kind: Arc<str>,
+    /// How long after submission ([`Engine::submit`](crate::Engine::submit)) the proof is due;
+    /// `None`: no deadline. It does not change the order of work (the priority does): a job that
+    /// ends after it is reported as a missed deadline (a WARN line, the engine's count by kind,
+    /// [`JobOutput::missed_deadline_by`]).
+    pub deadline: Option<Duration>,
 }
 
 impl JobSpec {
@@ -79,6 +84,7 @@ impl JobSpec {
             priority: Priority::Normal,
             randomness: Randomness::Random,
             kind: Arc::from("custom"),
+            deadline: None,
         }
     }
 
@@ -122,6 +128,7 @@ impl JobSpec {
             priority: Priority::Normal,
             randomness: Randomness::Random,
             kind: Arc::from("custom"),
+            deadline: None,
         })
     }
     pub fn priority(mut self, p: Priority) -> Self {
@@ -135,6 +142,11 @@ impl JobSpec {
     /// Names the kind of proof in log lines.
     pub fn kind(mut self, k: &str) -> Self {
         self.kind = Arc::from(k);
+        self
+    }
+    /// Due `d` after submission ([`JobSpec::deadline`]).
+    pub fn deadline(mut self, d: Option<Duration>) -> Self {
+        self.deadline = d;
         self
     }
 }
@@ -216,6 +228,10 @@ pub struct JobOutput {
     pub prove: Duration,
     /// Submission to result.
     pub wall: Duration,
+    /// The job's deadline ([`JobSpec::deadline`]), if it had one.
+    pub deadline: Option<Duration>,
+    /// How long after its deadline the job ended (`wall - deadline`); `None`: met, or none set.
+    pub missed_deadline_by: Option<Duration>,
 }
 
 impl JobOutput {

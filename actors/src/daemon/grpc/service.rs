@@ -116,6 +116,7 @@ fn response_of(t: &Tracked, o: &Outcome, verdict: Option<Verdict>) -> pb::AwaitP
         Ok(out) => {
             r.queue_wait_ms = ms(out.queue);
             r.total_ms = ms(out.wall + t.srs_load);
+            r.missed_deadline_by_ms = out.missed_deadline_by.map_or(0, |d| ms(d).max(1));
             match verdict {
                 Some(Verdict::Invalid(why)) => {
                     r.status = S::Failed as i32;
@@ -257,9 +258,14 @@ impl Service {
         let svc = self.clone();
         let request_id = req.request_id.clone();
         let prio = req.priority;
-        tokio::task::spawn_blocking(move || svc.submit_blocking(proof, named, prio, request_id))
-            .await
-            .map_err(|e| Status::internal(format!("submission task: {e}")))?
+        // Counted from now: what loading the parameters takes comes out of it.
+        let deadline =
+            (req.deadline_ms > 0).then(|| (Instant::now(), Duration::from_millis(req.deadline_ms)));
+        tokio::task::spawn_blocking(move || {
+            svc.submit_blocking(proof, named, prio, request_id, deadline)
+        })
+        .await
+        .map_err(|e| Status::internal(format!("submission task: {e}")))?
     }
 
     fn submit_blocking(
@@ -268,6 +274,7 @@ impl Service {
         named: Registered,
         prio: i32,
         request_id: String,
+        deadline: Option<(Instant, Duration)>,
     ) -> Result<Arc<Tracked>, Status> {
         let fail = |e: FilecoinError| status_of(&e.into(), None);
         let kind = proof.kind();
@@ -291,7 +298,9 @@ impl Service {
         self.remember(&path, reg);
         let priority = curio::priority(prio, (cfg.priority)(kind));
         let check = verifiable(&parsed).then(|| parsed.clone());
-        let spec = job_spec(parsed, srs, priority).map_err(fail)?;
+        let spec = job_spec(parsed, srs, priority)
+            .map_err(fail)?
+            .deadline(deadline.map(|(from, d)| d.saturating_sub(from.elapsed())));
         let partitions = spec.partitions.len();
         let handle = self
             .engine()?

@@ -303,6 +303,7 @@ impl Handler<Submit> for Dispatcher {
             priority,
             randomness,
             kind,
+            deadline,
         } = msg.spec;
         let count = partitions.len();
         let rs = match randomness {
@@ -338,6 +339,7 @@ impl Handler<Submit> for Dispatcher {
                 synthesis,
                 kind,
                 priority,
+                deadline,
                 synths: partitions.into_iter().map(Some).collect(),
                 rs,
                 done: (0..count).map(|_| None).collect(),

@@ -21,15 +21,17 @@
 //! [`residency`] each GPU's plan (`tier::GpuPlan`) and the parameters it keeps resident;
 //! [`failover`] device failures, retries and devices out of service
 //! ([`Failover`](failover::Failover)); [`status`] the status answer, the jobs using given
-//! parameters, and shutdown.
+//! parameters, and shutdown; [`deadline`] a job that ends after its deadline.
 
 mod admission;
+mod deadline;
 mod failover;
 mod placement;
 mod residency;
 mod status;
 mod vram_limit;
 
+pub(crate) use deadline::DeadlinesMissed;
 pub(crate) use status::JobsUsing;
 
 use std::cmp::Reverse;
@@ -80,6 +82,8 @@ struct JobState {
     synthesis: SynthesisProbe,
     kind: Arc<str>,
     priority: Priority,
+    /// Due this long after `submitted` (reported, not scheduled by).
+    deadline: Option<std::time::Duration>,
     synths: Vec<Option<SynthFn>>,
     rs: Vec<(Scalar, Scalar)>,
     done: Vec<Option<(Proof<Bls12>, Vec<Scalar>)>>,
@@ -130,6 +134,8 @@ pub struct DispatcherConfig {
     pub host_memory: HostMemory,
     /// Host bytes kept free for the rest of the process and the system.
     pub host_reserve: u64,
+    /// Where jobs that end after their deadline are counted (the engine reads it).
+    pub deadlines_missed: DeadlinesMissed,
 }
 
 pub struct Dispatcher {
@@ -143,6 +149,7 @@ pub struct Dispatcher {
     failover: Failover,
     timeline: Timeline,
     faults: Faults,
+    deadlines_missed: DeadlinesMissed,
     memory_poll_armed: bool,
     /// Shutting down: new jobs refused; the reply goes out once nothing is in flight.
     stopping: Option<Option<Sender<Vec<Addr<UploadActor>>>>>,
@@ -162,6 +169,7 @@ impl Dispatcher {
             vram_reserve,
             host_memory,
             host_reserve,
+            deadlines_missed,
         } = cfg;
         let admission =
             HostAdmission::new(host_capacity, synth_threads, host_memory, host_reserve)?;
@@ -179,6 +187,7 @@ impl Dispatcher {
             ),
             timeline,
             faults,
+            deadlines_missed,
             memory_poll_armed: false,
             stopping: None,
         })
@@ -291,13 +300,18 @@ impl Dispatcher {
             let now = Instant::now();
             let (proofs, public_inputs): (Vec<_>, Vec<_>) = st.done.drain(..).flatten().unzip();
             let first = st.first_upload.unwrap_or(now);
+            let wall = now - st.submitted;
             let out = JobOutput {
                 id: job,
                 proofs,
                 public_inputs,
                 queue: st.first_synth.unwrap_or(first) - st.submitted,
                 prove: now - first,
-                wall: now - st.submitted,
+                wall,
+                deadline: st.deadline,
+                missed_deadline_by: self
+                    .deadlines_missed
+                    .judge(job, &st.kind, st.deadline, wall),
             };
             if let Some(reply) = st.reply.take() {
                 let _ = reply.send(Ok(out));
