@@ -103,7 +103,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     else {
         return Err("the daemon refused the job".into());
     };
-    match call(&socket, &Request::Wait { job })? {
+    match call(&socket, &Request::Wait { job: job.clone() })? {
         Response::Proof { proof, wall_ms, .. } => println!(
             "job {job}: {} proof bytes (self-verified) in {wall_ms} ms",
             proof.len()

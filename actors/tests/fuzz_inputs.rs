@@ -33,7 +33,9 @@ fn sample_requests() -> Vec<Request> {
     vec![
         Request::Status,
         Request::Metrics,
-        Request::Cancel { job: 7 },
+        Request::Cancel {
+            job: "0a1b2c3d-7".into(),
+        },
         Request::Preload {
             path: "/var/tmp/x.params".into(),
         },

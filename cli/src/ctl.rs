@@ -1,4 +1,6 @@
-//! `cuzk ctl`: talk to a running daemon.
+//! `cuzk ctl`: talk to a running daemon. Job ids are the daemon's (`<run>-<n>`, as gRPC's): `ctl
+//! prove` prints the id it was given, `ctl wait` and `ctl cancel` take it back; an id from before
+//! the daemon restarted is refused as not found, naming the restart.
 
 use std::path::PathBuf;
 
@@ -29,8 +31,9 @@ enum Cmd {
         #[arg(long)]
         config: Option<PathBuf>,
     },
+    /// Cancel a job by its id (`<run>-<n>`, as `ctl prove` printed it).
     Cancel {
-        job: u64,
+        job: String,
     },
     /// Open a parameter file and keep it loaded.
     Preload {
@@ -54,8 +57,9 @@ enum Cmd {
         #[arg(long)]
         no_wait: bool,
     },
+    /// Wait for a job by its id (`<run>-<n>`, as `ctl prove` printed it) and print how it ended.
     Wait {
-        job: u64,
+        job: String,
         /// Write the proof bytes here.
         #[arg(long)]
         out: Option<PathBuf>,

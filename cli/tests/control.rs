@@ -103,10 +103,22 @@ fn daemon_serves_control_requests_and_survives_bad_ones() {
     .unwrap() else {
         panic!("submit")
     };
-    match call(&socket, &Request::Wait { job }).unwrap() {
+    // Ids are the daemon's `<run>-<n>`, as gRPC's.
+    let (run, n) = job.split_once('-').expect("a job id `<run>-<n>`");
+    assert!(
+        run.len() == 8 && run.bytes().all(|b| b.is_ascii_hexdigit()) && n.parse::<u64>().is_ok(),
+        "{job}"
+    );
+    match call(&socket, &Request::Wait { job: job.clone() }).unwrap() {
         Response::Proof {
-            proof, partitions, ..
-        } => assert_eq!((proof.len(), partitions), (384, 2)),
+            job: answered,
+            proof,
+            partitions,
+            ..
+        } => assert_eq!(
+            (answered.as_str(), proof.len(), partitions),
+            (job.as_str(), 384, 2)
+        ),
         other => panic!("wait: {other:?}"),
     }
     error_mentions(
@@ -121,9 +133,26 @@ fn daemon_serves_control_requests_and_survives_bad_ones() {
         .unwrap(),
         "unknown circuit",
     );
+    // Ended: not running. Never issued, a bare number, another run's: not found.
     error_mentions(
-        call(&socket, &Request::Cancel { job: 999 }).unwrap(),
+        call(&socket, &Request::Cancel { job: job.clone() }).unwrap(),
         "not running",
+    );
+    for id in [format!("{run}-999999"), "999".into()] {
+        error_mentions(
+            call(&socket, &Request::Cancel { job: id.clone() }).unwrap(),
+            "not found",
+        );
+    }
+    let other_prefix = if run == "00000000" {
+        "00000001"
+    } else {
+        "00000000"
+    };
+    let other_run = format!("{other_prefix}-{n}");
+    error_mentions(
+        call(&socket, &Request::Cancel { job: other_run }).unwrap(),
+        "restarted at",
     );
     error_mentions(
         call(
@@ -171,6 +200,46 @@ fn daemon_serves_control_requests_and_survives_bad_ones() {
         .output()
         .unwrap();
     assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("\"host\""));
+    // `ctl prove` prints the id it was given; `ctl wait` takes it back; an id of another run is
+    // refused, naming the restart.
+    let ctl = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_cuzk"))
+            .args(["ctl", "--socket", socket.to_str().unwrap()])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = ctl(&[
+        "prove",
+        "--circuit",
+        "bits",
+        "--size",
+        "4",
+        "-p",
+        "1",
+        "--no-wait",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{stdout}");
+    let id = stdout
+        .trim()
+        .strip_prefix("submitted job ")
+        .unwrap_or_else(|| panic!("{stdout}"))
+        .to_string();
+    assert!(id.starts_with(&format!("{run}-")), "{id}");
+    let out = ctl(&["wait", &id]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains(&format!("job {id} done: 192 proof bytes")),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = ctl(&["wait", &format!("{other_prefix}-1")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("not found") && stderr.contains("restarted at"),
+        "{stderr}"
+    );
 
     assert!(matches!(
         call(&socket, &Request::Shutdown).unwrap(),

@@ -178,11 +178,15 @@ fn porep_through_the_daemon_and_bad_requests() {
     else {
         panic!("submit")
     };
-    match call(&socket, &Request::Wait { job }).unwrap() {
+    match call(&socket, &Request::Wait { job: job.clone() }).unwrap() {
         Response::Proof {
-            proof, partitions, ..
+            job: answered,
+            proof,
+            partitions,
+            ..
         } => {
             assert_eq!((proof.len(), partitions), (192, 1));
+            assert_eq!(answered, job, "the proof answered under another id");
             assert!(accepted(&proof), "verify_seal rejected the daemon's proof");
         }
         other => panic!("wait: {other:?}"),

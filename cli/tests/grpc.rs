@@ -387,7 +387,7 @@ fn a_starting_daemon_says_so() {
         panic!("status")
     };
     assert!(st.contains("\"state\":\"starting\""), "{st}");
-    match call(&control, &Request::Cancel { job: 1 }).unwrap() {
+    match call(&control, &Request::Cancel { job: "1".into() }).unwrap() {
         Response::Error(e) => assert!(e.contains("starting"), "{e}"),
         other => panic!("{other:?}"),
     }

@@ -2,12 +2,16 @@
 //! version and the payload, at most [`MAX_FRAME`] bytes (128 MiB: a 32 GiB PoRep C1 output is
 //! ~51 MB, a 64 GiB one somewhat more). A longer frame is refused from its length alone, and a
 //! frame's buffer grows only as its bytes arrive.
+//!
+//! Job ids are the daemon's public ids, the same as gRPC's: `<run>-<n>` (`run` eight hex digits
+//! drawn at each start, see `daemon/jobs.rs`), so an id from before a restart never names another
+//! job. Version 4 made them strings (version 3 carried the engine's bare number).
 
 use std::io::{Read, Write};
 
 use serde::{Deserialize, Serialize};
 
-pub const VERSION: u16 = 3;
+pub const VERSION: u16 = 4;
 pub const MAX_FRAME: u32 = 128 << 20;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -17,8 +21,9 @@ pub enum Request {
     /// Prometheus text exposition (`Response::Ok`): jobs by kind, queues, stage histograms,
     /// budgets, pinned memory, loaded parameters, GPU busy fraction.
     Metrics,
+    /// Cancels a job by its id (`<run>-<n>`).
     Cancel {
-        job: u64,
+        job: String,
     },
     /// Opens a parameter file (once) and keeps it loaded.
     Preload {
@@ -39,7 +44,7 @@ pub enum Request {
     },
     /// Waits for a job submitted through this daemon and reports how it ended.
     Wait {
-        job: u64,
+        job: String,
     },
     /// Stops accepting work and exits once in-flight jobs are done.
     Drain,
@@ -67,14 +72,15 @@ pub enum Request {
 pub enum Response {
     Ok(String),
     Json(String),
+    /// A job taken: its id (`<run>-<n>`), for `Wait` and `Cancel`.
     Submitted {
-        job: u64,
+        job: String,
     },
     /// A finished job: its proof bytes (192 per partition, in order, each self-verified) and
     /// where its time went: `queue_ms` from submission to its first partition's synthesis start
     /// (synthesis not counted), `prove_ms` from its first upload to its last proof.
     Proof {
-        job: u64,
+        job: String,
         proof: Vec<u8>,
         partitions: u32,
         wall_ms: u64,
@@ -175,9 +181,12 @@ mod tests {
     #[test]
     fn round_trip_and_refusals() {
         let mut buf = Vec::new();
-        write(&mut buf, &Request::Cancel { job: 7 }).unwrap();
+        let cancel = Request::Cancel {
+            job: "0a1b2c3d-7".into(),
+        };
+        write(&mut buf, &cancel).unwrap();
         let back: Request = read(&mut buf.as_slice()).unwrap().unwrap();
-        assert_eq!(back, Request::Cancel { job: 7 });
+        assert_eq!(back, cancel);
 
         let mut bad = buf.clone();
         bad[4] = 9; // version

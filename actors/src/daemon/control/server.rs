@@ -5,6 +5,11 @@
 //! again, from any connection, until the job is forgotten (`jobs.retain_s` after its end).
 //! A failed call on the engine is answered as [`reply_of`] says: `Response::Error` with the
 //! [`EngineError`]'s text.
+//!
+//! Job ids are the table's public ids (`<run>-<n>`, as gRPC's): answers carry
+//! [`JobTable::public_id`], requests are read with [`JobTable::resolve`] ([`job_of`]). An id of
+//! an earlier run of the daemon is answered `not found:` with the restart named; an id of this
+//! run that no job has (never issued, or forgotten), `not found:` as well.
 
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
@@ -18,7 +23,7 @@ use cuzk_engine::circuits::Example;
 use cuzk_engine::setup::ensure_params;
 
 use super::proto::{read, write, FrameError, Request, Response};
-use crate::daemon::jobs::{JobTable, Submission};
+use crate::daemon::jobs::{IdError, JobTable, Submission};
 use crate::daemon::metrics::{Readiness, State};
 use crate::pipeline::engine::Engine;
 use crate::pipeline::job::JobSpec;
@@ -309,6 +314,63 @@ fn reply_of(e: &EngineError, about: Option<&str>) -> Response {
     }
 }
 
+/// The engine job a client's id names in this run, or the answer saying why none: what is no job
+/// id at all, and (prefixed `not found:`) an id never issued or from an earlier run of the daemon
+/// (its message names the restart).
+fn job_of(jobs: &JobTable, job: &str) -> Result<crate::JobId, Response> {
+    jobs.resolve(job).map_err(|e| match e {
+        IdError::Malformed(m) => Response::Error(m),
+        IdError::NotFound(m) => Response::Error(format!("not found: {m}")),
+    })
+}
+
+/// `Cancel`: the job cancelled, already ended, or not found.
+fn cancel(live: &Live, job: &str) -> Response {
+    let id = match job_of(&live.jobs, job) {
+        Ok(id) => id,
+        Err(r) => return r,
+    };
+    let job = live.jobs.public_id(id);
+    match live.jobs.cancel(id) {
+        Ok(true) => Response::Ok(format!("job {job} cancelled")),
+        Ok(false) => Response::Error(format!("job {job} is not running (it already ended)")),
+        Err(EngineError::UnknownJob { retain_s, .. }) => Response::Error(format!(
+            "not found: job {job} is unknown (never submitted here, or forgotten {retain_s} s after it ended)"
+        )),
+        Err(x) => reply_of(&x, Some(&format!("job {job} is not running"))),
+    }
+}
+
+/// `Wait`: blocks until the job ends; its proof, or why there is none.
+fn wait(live: &Live, job: &str) -> Response {
+    let id = match job_of(&live.jobs, job) {
+        Ok(id) => id,
+        Err(r) => return r,
+    };
+    let Some(t) = live.jobs.get(id) else {
+        return Response::Error(format!(
+            "not found: job {} is unknown: not submitted through this daemon, or forgotten {} s after it ended (jobs.retain_s)",
+            live.jobs.public_id(id),
+            live.jobs.retain().as_secs()
+        ));
+    };
+    match t.wait(None).map(|o| o.result.clone()) {
+        None => Response::Error(format!(
+            "job {}: the daemon stopped before it ended",
+            t.job_id
+        )),
+        Some(Ok(out)) => Response::Proof {
+            job: t.job_id.clone(),
+            proof: out.to_bytes(),
+            partitions: out.proofs.len() as u32,
+            wall_ms: out.wall.as_millis() as u64,
+            queue_ms: out.queue.as_millis() as u64,
+            prove_ms: out.prove.as_millis() as u64,
+        },
+        Some(Err(x)) => Response::Error(x.to_string()),
+    }
+}
+
 fn handle(sh: &Arc<Shared>, req: Request) -> Response {
     let Some(live) = sh.live.get() else {
         return starting(sh, req);
@@ -320,8 +382,11 @@ fn handle(sh: &Arc<Shared>, req: Request) -> Response {
                 let mut v = serde_json::to_value(&st).unwrap_or_default();
                 // Per device: its queue (computing, staged, uploading), VRAM budget, resident
                 // parameters and service state, each with a one-line summary.
-                v["gpus"] = serde_json::to_value(crate::pipeline::status::device_status(&st, e.device_names()))
-                    .unwrap_or_default();
+                v["gpus"] = serde_json::to_value(crate::pipeline::status::device_status(
+                    &st,
+                    e.device_names(),
+                ))
+                .unwrap_or_default();
                 v["pinned_bytes"] = bytes.into();
                 v["pin_registrations"] = regs.into();
                 v["draining"] = sh.draining.load(Ordering::Acquire).into();
@@ -331,23 +396,27 @@ fn handle(sh: &Arc<Shared>, req: Request) -> Response {
             }
             (Err(x), _) | (_, Err(x)) => reply_of(&x, None),
         },
-        Request::Metrics => match live.jobs.metrics().render(e, Some(&live.jobs), sh.opts.ready.get()) {
-            Ok(text) => Response::Ok(text),
-            Err(x) => reply_of(&x, None),
-        },
+        Request::Metrics => {
+            match live
+                .jobs
+                .metrics()
+                .render(e, Some(&live.jobs), sh.opts.ready.get())
+            {
+                Ok(text) => Response::Ok(text),
+                Err(x) => reply_of(&x, None),
+            }
+        }
         Request::Ready => Response::Ok(sh.opts.ready.get().name().into()),
         Request::Reload { path } => match &sh.opts.reload {
             Some(f) => match f(path.as_deref().map(Path::new)) {
                 Ok(what) => Response::Ok(what),
                 Err(x) => reply_of(&x, None),
             },
-            None => Response::Error("reload: this server was started without a settings file to reload".into()),
+            None => Response::Error(
+                "reload: this server was started without a settings file to reload".into(),
+            ),
         },
-        Request::Cancel { job } => match live.jobs.cancel(job) {
-            Ok(true) => Response::Ok(format!("job {job} cancelled")),
-            Ok(false) => Response::Error(format!("job {job} is not running (it already ended)")),
-            Err(x) => reply_of(&x, Some(&format!("job {job} is not running"))),
-        },
+        Request::Cancel { job } => cancel(live, &job),
         Request::Preload { path } => match e.load_srs(Path::new(&path)) {
             Ok(srs) => Response::Ok(format!("{path}: loaded ({:?})", srs.origin())),
             Err(x) => reply_of(&x, None),
@@ -364,26 +433,13 @@ fn handle(sh: &Arc<Shared>, req: Request) -> Response {
             e.set_paused(false);
             Response::Ok("dispatch resumed".into())
         }
-        Request::ProveExample { circuit, size, partitions } => prove_example(sh, live, &circuit, size, partitions),
+        Request::ProveExample {
+            circuit,
+            size,
+            partitions,
+        } => prove_example(sh, live, &circuit, size, partitions),
         Request::ProveCustom { kind, input } => prove_custom(sh, live, &kind, &input),
-        Request::Wait { job } => match live.jobs.get(job) {
-            None => Response::Error(format!(
-                "job {job} is unknown: not submitted through this daemon, or forgotten {} s after it ended (jobs.retain_s)",
-                live.jobs.retain().as_secs()
-            )),
-            Some(t) => match t.wait(None).map(|o| o.result.clone()) {
-                None => Response::Error(format!("job {job}: the daemon stopped before it ended")),
-                Some(Ok(out)) => Response::Proof {
-                    job,
-                    proof: out.to_bytes(),
-                    partitions: out.proofs.len() as u32,
-                    wall_ms: out.wall.as_millis() as u64,
-                    queue_ms: out.queue.as_millis() as u64,
-                    prove_ms: out.prove.as_millis() as u64,
-                },
-                Some(Err(x)) => Response::Error(x.to_string()),
-            },
-        },
+        Request::Wait { job } => wait(live, &job),
         Request::Drain => Response::Ok(drain(sh)),
         Request::Shutdown => Response::Ok("stopping".into()),
         #[cfg(feature = "filecoin")]
@@ -402,15 +458,16 @@ fn prove_filecoin(sh: &Arc<Shared>, live: &Live, req: cuzk_filecoin::ProofReques
     let start = std::time::Instant::now();
     match live.engine.submit_filecoin(req, &sh.opts.filecoin) {
         Ok(j) => {
-            let job = j.handle.id;
             let sub = Submission {
                 kind: kind.name().into(),
                 request_id: String::new(),
                 partitions: j.partitions,
                 srs_load: start.elapsed(),
             };
-            live.jobs.track(j.handle, sub);
-            Response::Submitted { job }
+            let t = live.jobs.track(j.handle, sub);
+            Response::Submitted {
+                job: t.job_id.clone(),
+            }
         }
         Err(x) => reply_of(&x, Some(&format!("{kind} request"))),
     }
@@ -447,8 +504,7 @@ fn prove_custom(sh: &Arc<Shared>, live: &Live, kind: &str, input: &[u8]) -> Resp
     let partitions = spec.partitions.len();
     match live.engine.submit(spec) {
         Ok(h) => {
-            let job = h.id;
-            live.jobs.track(
+            let t = live.jobs.track(
                 h,
                 Submission {
                     kind: kind.into(),
@@ -457,7 +513,9 @@ fn prove_custom(sh: &Arc<Shared>, live: &Live, kind: &str, input: &[u8]) -> Resp
                     srs_load: std::time::Duration::ZERO,
                 },
             );
-            Response::Submitted { job }
+            Response::Submitted {
+                job: t.job_id.clone(),
+            }
         }
         Err(x) => reply_of(&x, None),
     }
@@ -495,8 +553,7 @@ fn prove_example(
         .collect();
     match live.engine.submit(JobSpec::new(srs, circuits)) {
         Ok(h) => {
-            let job = h.id;
-            live.jobs.track(
+            let t = live.jobs.track(
                 h,
                 Submission {
                     kind: format!("example-{circuit}"),
@@ -505,7 +562,9 @@ fn prove_example(
                     srs_load: std::time::Duration::ZERO,
                 },
             );
-            Response::Submitted { job }
+            Response::Submitted {
+                job: t.job_id.clone(),
+            }
         }
         Err(x) => reply_of(&x, None),
     }
