@@ -15,7 +15,12 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cuzk_actors::daemon::grpc::pb;
+use cuzk_filecoin::request::prover_id_of_miner;
 use tonic::Code;
+
+/// The miner the fixture's sector is sealed for: the daemon runs verify_seal with its prover id,
+/// as for Curio's requests, which always carry one.
+const MINER: u64 = 1234;
 
 /// Starts `cuzk daemon` (CPU backend) with its control socket and gRPC unix socket in `dir`,
 /// its log in `dir/daemon.log`, and waits until it is ready.
@@ -52,7 +57,7 @@ fn start(dir: &Path, params: Option<&Path>, log: &str) -> Daemon {
 }
 
 fn porep(f: &common::Fixture, request_id: &str) -> pb::SubmitProofRequest {
-    common::daemon::curio_porep(f, request_id, 0)
+    common::daemon::curio_porep(f, request_id, MINER)
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -80,7 +85,7 @@ fn exit_of(d: &mut Daemon, limit: Duration) -> std::process::ExitStatus {
 
 #[test]
 fn a_daemon_given_sigterm_with_a_proof_in_flight_answers_it_exits_0_and_leaves_no_socket() {
-    let f = common::fixture(None);
+    let f = common::fixture(Some(prover_id_of_miner(MINER)));
     let dir = tempfile::tempdir().unwrap();
     let mut daemon = start(dir.path(), Some(&f.params), "daemon.log");
     let grpc = dir.path().join("grpc.sock");
@@ -166,7 +171,7 @@ fn a_daemon_given_sigterm_with_a_proof_in_flight_answers_it_exits_0_and_leaves_n
 
 #[test]
 fn after_kill_9_and_a_restart_an_old_job_id_is_not_found_and_the_message_names_the_restart() {
-    let f = common::fixture(None);
+    let f = common::fixture(Some(prover_id_of_miner(MINER)));
     let dir = tempfile::tempdir().unwrap();
     let grpc = dir.path().join("grpc.sock");
     let rt = runtime();
