@@ -1101,12 +1101,16 @@ fn a_new_shape_records_once_and_synthesis_waits_for_host_memory() {
     };
 
     // Memory to spare: the shape's first partition records it alone, the others wait for it.
+    // The recording is published when the recorder's synthesis ends, before its `prepare`, so a
+    // witness-only partition may begin in the tail of the recorder's span (a pump of the queue
+    // there); one that recorded beside it would begin at its start. Recording is most of the span.
     let spans = run(0);
     let first = spans.iter().min_by_key(|s| s.start_us).unwrap();
+    let recorded_by = first.start_us + (first.end_us - first.start_us) / 2;
     for s in &spans {
         if (s.job, s.partition) != (first.job, first.partition) {
             assert!(
-                s.start_us >= first.end_us,
+                s.start_us >= recorded_by,
                 "a partition synthesized while the shape was being recorded: {s:?} vs {first:?}"
             );
         }
