@@ -638,7 +638,13 @@ impl PipelinedGpu {
                 Ok(())
             };
         if let Some(r) = resident {
-            // One piece over the resident bases.
+            // One piece over the resident bases, once the scalars' (and one-bitmap's) upload on
+            // the copy stream is done: nothing else orders the kernels after it here (a chunk's
+            // bases copy does below), and a plan sized by the nonzero count overruns on stale
+            // scalars (an illegal address on the H100, 2026-12-07).
+            dev.stream.wait(&cp.mark()?).map_err(|e| {
+                backend_err(format!("kernels waiting for the MSM's scalars: {e:?}"))
+            })?;
             queue(r.ptr(), 0, n, &mut out, busy)?;
             return Ok(out);
         }
