@@ -122,11 +122,23 @@ fn vram_sweep(a: &Args) -> Result<()> {
     let mut parts = Vec::new();
     let mut peak = 0u64;
     let mut sector = String::new();
+    let mut failed = 0usize;
     for &mib in &a.vram_sweep {
         // The peak resident set of this run alone (VmHWM restarts from the current RSS).
         let _ = std::fs::write("/proc/self/clear_refs", "5");
         let _ = cuzk_engine::gpu::streamed::take_transfer_stats();
-        let r = run_once(a, None, Some(mib), &mut installed)?;
+        // A budget that fails is reported and the sweep goes on: the other budgets' figures
+        // (and the parameters set up once) are not lost to one failure.
+        let r = match run_once(a, None, Some(mib), &mut installed) {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = cuzk_engine::gpu::streamed::take_transfer_stats();
+                println!("run vram_mib={mib} failed: {e}");
+                parts.push(format!("{mib}=failed"));
+                failed += 1;
+                continue;
+            }
+        };
         let st = cuzk_engine::gpu::streamed::take_transfer_stats();
         let rss = crate::common::proc_status_bytes("VmHWM:").unwrap_or(0);
         peak = peak.max(rss);
@@ -157,6 +169,9 @@ fn vram_sweep(a: &Args) -> Result<()> {
         parts.join(" "),
         peak as f64 / (1u64 << 30) as f64
     );
+    if failed > 0 {
+        return Err(format!("{failed} of {} VRAM budgets failed", a.vram_sweep.len()).into());
+    }
     Ok(())
 }
 
@@ -360,7 +375,11 @@ fn run_once(
     println!("summary: {ms_per_proof:.1} ms/proof over {} proofs, wall {wall:.2} s, gpu busy {:.1}% (first to last kernel), cpu {cpu_per_proof} s/proof (process, all threads)", a.count, busy * 100.0);
     if let Some(d) = &a.timeline_dir {
         std::fs::create_dir_all(d)?;
-        let stem = gpus.map_or("porep".to_string(), |(_, n)| format!("porep-gpus{n}"));
+        let stem = match (gpus, vram_mib) {
+            (Some((_, n)), _) => format!("porep-gpus{n}"),
+            (None, Some(mib)) => format!("porep-vram{mib}"),
+            (None, None) => "porep".to_string(),
+        };
         std::fs::write(
             d.join(format!("{stem}.json")),
             serde_json::to_vec_pretty(&spans)?,
