@@ -1,4 +1,4 @@
-//! `cuzk bench porep --c1 FILE -c COUNT -j CONCURRENCY`: PoRep C2 proofs of one real C1 output
+//! `cuzk bench porep --c1 FILE -c COUNT -j CONCURRENCY[,…]`: PoRep C2 proofs of one real C1 output
 //! through the engine. First `--warm-up` proofs (default 1), then one proof alone (its latency and
 //! stage split), then COUNT proofs with CONCURRENCY in flight; a line per proof, then s/proof,
 //! GPU busy, CPU seconds per proof, peak RSS and budget high water, and stage totals. The
@@ -27,9 +27,10 @@ pub struct Args {
     /// Proofs in the stream.
     #[arg(short = 'c', long, default_value_t = 32)]
     count: usize,
-    /// Proofs in flight at once.
-    #[arg(short = 'j', long, default_value_t = 32)]
-    concurrency: usize,
+    /// Proofs in flight at once; a list (`-j 1,2`) runs the stream once for each, in order, over
+    /// the same engine (the run's figures are the last stream's).
+    #[arg(short = 'j', long, value_delimiter = ',', default_value = "32")]
+    concurrency: Vec<usize>,
     #[arg(long)]
     params_dir: Option<PathBuf>,
     #[arg(long)]
@@ -78,6 +79,8 @@ struct Run {
     busy_each: String,
     busy: f64,
     sector: String,
+    /// Each stream's (concurrency, ms/proof).
+    streams: Vec<(usize, f64)>,
 }
 
 /// Parameters set up into the first engine of a sweep, installed into the later ones.
@@ -145,10 +148,14 @@ fn vram_sweep(a: &Args) -> Result<()> {
         let parts_n = st.partitions.max(1) as f64;
         let exposed_ms = (st.gpu_ms - st.kernel_ms).max(0.0);
         println!(
-            "run vram_mib={mib} s_per_proof={:.3} latency_s={:.3} gpu_busy={:.1}% \
+            "run vram_mib={mib} s_per_proof={:.3}{} latency_s={:.3} gpu_busy={:.1}% \
              streamed_partitions={} pcie_gib_per_partition={:.2} h2d_gb_s={:.1} \
              exposed_transfer_s_per_partition={:.3} peak_rss_gib={:.1}",
             r.ms_per_proof / 1e3,
+            r.streams
+                .iter()
+                .map(|(j, ms)| format!(" s_per_proof_j{j}={:.3}", ms / 1e3))
+                .collect::<String>(),
             r.latency_ms / 1e3,
             r.busy * 100.0,
             st.partitions,
@@ -276,7 +283,12 @@ fn run_once(
     };
     println!(
         "# {registered} sector={sector} backend={devices} count={} concurrency={}",
-        a.count, a.concurrency
+        a.count,
+        a.concurrency
+            .iter()
+            .map(|j| j.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
     );
 
     let verified = |bytes: &[u8]| -> Result<&'static str> {
@@ -327,15 +339,90 @@ fn run_once(
         StageTotals::of(&alone_spans[alone_from.min(alone_spans.len())..]).line()
     );
 
-    let first_span = alone_spans.len();
+    let mut streams = Vec::new();
+    let mut last = None;
+    for &j in &a.concurrency {
+        let r = stream(&engine, &parsed, &cfg, a.count, j, &verified)?;
+        streams.push((j, r.ms_per_proof));
+        last = Some(r);
+    }
+    let Some(Stream {
+        ms_per_proof,
+        busy,
+        spans,
+    }) = last
+    else {
+        return Err("-j: at least one concurrency".into());
+    };
+    if let Some(d) = &a.timeline_dir {
+        std::fs::create_dir_all(d)?;
+        let stem = match (gpus, vram_mib) {
+            (Some((_, n)), _) => format!("porep-gpus{n}"),
+            (None, Some(mib)) => format!("porep-vram{mib}"),
+            (None, None) => "porep".to_string(),
+        };
+        std::fs::write(
+            d.join(format!("{stem}.json")),
+            serde_json::to_vec_pretty(&spans)?,
+        )?;
+        let j = a.concurrency.last().copied().unwrap_or(1);
+        let title = format!("cuzk bench porep: {registered}, {devices}, {} proofs, {j} in flight, {ms_per_proof:.1} ms/proof", a.count);
+        std::fs::write(d.join(format!("{stem}.svg")), svg(&spans, &title))?;
+    }
+    // Memory: the process's peak resident set, and the budgets' high water (reservations: per
+    // device the partitions' buffers, resident bases and MSM scratch; on the host the partitions).
+    let gib = |b: u64| format!("{:.1}", b as f64 / (1u64 << 30) as f64);
+    let (vram_hw, host_hw) = engine.status().map_or(("?".into(), "?".into()), |st| {
+        let vram: Vec<String> = st.vram.iter().map(|v| gib(v.high_water)).collect();
+        (vram.join(","), gib(st.host.high_water))
+    });
+    println!(
+        "memory: peak_rss_gib={} vram_reserved_high_water_gib={vram_hw} host_reserved_high_water_gib={host_hw}",
+        crate::common::proc_status_bytes("VmHWM:").map_or("?".into(), gib),
+    );
+    let used = super::gpus::devices_used(&spans);
+    let busy_each = super::gpus::busy_line(&spans, engine.device_names().len());
+    engine.shutdown();
+    println!(
+        "porep_ms_per_proof={ms_per_proof:.1} porep_latency_ms={latency_ms:.1} sector={sector}"
+    );
+    Ok(Run {
+        ms_per_proof,
+        latency_ms,
+        devices_used: used,
+        busy_each,
+        busy,
+        sector,
+        streams,
+    })
+}
+
+/// One stream's figures.
+struct Stream {
+    ms_per_proof: f64,
+    busy: f64,
+    spans: Vec<cuzk_actors::pipeline::timeline::Span>,
+}
+
+/// COUNT proofs with J in flight: a line per proof, the stage totals, the summary line and
+/// `stream j=J …`.
+fn stream(
+    engine: &Engine,
+    parsed: &cuzk_filecoin::request::Parsed,
+    cfg: &FilecoinConfig,
+    count: usize,
+    j: usize,
+    verified: &dyn Fn(&[u8]) -> Result<&'static str>,
+) -> Result<Stream> {
+    let first_span = engine.timeline().spans().len();
     let cpu_before = crate::common::cpu_seconds();
     let start = Instant::now();
-    let bar = crate::progress::Progress::bar(a.count as u64, "proofs");
+    let bar = crate::progress::Progress::bar(count as u64, "proofs");
     let mut in_flight = VecDeque::new();
     let (mut submitted, mut finished) = (0usize, 0usize);
-    while finished < a.count {
-        while submitted < a.count && in_flight.len() < a.concurrency.max(1) {
-            in_flight.push_back(engine.submit_parsed(parsed.clone(), &cfg)?.handle);
+    while finished < count {
+        while submitted < count && in_flight.len() < j.max(1) {
+            in_flight.push_back(engine.submit_parsed(parsed.clone(), cfg)?.handle);
             submitted += 1;
         }
         let Some(h) = in_flight.pop_front() else {
@@ -362,54 +449,23 @@ fn run_once(
         .skip(first_span)
         .collect();
     let (_, _, busy) = crate::common::steady_window(&spans);
-    let busy_frac = busy;
-    let ms_per_proof = wall * 1e3 / a.count.max(1) as f64;
+    let ms_per_proof = wall * 1e3 / count.max(1) as f64;
     println!("{}", StageTotals::of(&spans).line());
     // The whole process's CPU time over the stream (synthesis, prepare, uploads, collection,
     // self-verification and verify_seal) per proof.
     let cpu_per_proof = cpu_before
         .zip(crate::common::cpu_seconds())
         .map_or("?".to_string(), |(b, e)| {
-            format!("{:.3}", (e - b) / a.count.max(1) as f64)
+            format!("{:.3}", (e - b) / count.max(1) as f64)
         });
-    println!("summary: {ms_per_proof:.1} ms/proof over {} proofs, wall {wall:.2} s, gpu busy {:.1}% (first to last kernel), cpu {cpu_per_proof} s/proof (process, all threads)", a.count, busy * 100.0);
-    if let Some(d) = &a.timeline_dir {
-        std::fs::create_dir_all(d)?;
-        let stem = match (gpus, vram_mib) {
-            (Some((_, n)), _) => format!("porep-gpus{n}"),
-            (None, Some(mib)) => format!("porep-vram{mib}"),
-            (None, None) => "porep".to_string(),
-        };
-        std::fs::write(
-            d.join(format!("{stem}.json")),
-            serde_json::to_vec_pretty(&spans)?,
-        )?;
-        let title = format!("cuzk bench porep: {registered}, {devices}, {} proofs, {} in flight, {ms_per_proof:.1} ms/proof", a.count, a.concurrency);
-        std::fs::write(d.join(format!("{stem}.svg")), svg(&spans, &title))?;
-    }
-    // Memory: the process's peak resident set, and the budgets' high water (reservations: per
-    // device the partitions' buffers, resident bases and MSM scratch; on the host the partitions).
-    let gib = |b: u64| format!("{:.1}", b as f64 / (1u64 << 30) as f64);
-    let (vram_hw, host_hw) = engine.status().map_or(("?".into(), "?".into()), |st| {
-        let vram: Vec<String> = st.vram.iter().map(|v| gib(v.high_water)).collect();
-        (vram.join(","), gib(st.host.high_water))
-    });
+    println!("summary: {ms_per_proof:.1} ms/proof over {} proofs, wall {wall:.2} s, gpu busy {:.1}% (first to last kernel), cpu {cpu_per_proof} s/proof (process, all threads)", count, busy * 100.0);
     println!(
-        "memory: peak_rss_gib={} vram_reserved_high_water_gib={vram_hw} host_reserved_high_water_gib={host_hw}",
-        crate::common::proc_status_bytes("VmHWM:").map_or("?".into(), gib),
+        "stream j={j} ms_per_proof={ms_per_proof:.1} gpu_busy={:.1}%",
+        busy * 100.0
     );
-    let used = super::gpus::devices_used(&spans);
-    let busy_each = super::gpus::busy_line(&spans, engine.device_names().len());
-    engine.shutdown();
-    println!(
-        "porep_ms_per_proof={ms_per_proof:.1} porep_latency_ms={latency_ms:.1} sector={sector}"
-    );
-    Ok(Run {
+    Ok(Stream {
         ms_per_proof,
-        latency_ms,
-        devices_used: used,
-        busy_each,
-        busy: busy_frac,
-        sector,
+        busy,
+        spans,
     })
 }
