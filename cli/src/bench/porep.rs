@@ -137,7 +137,7 @@ fn vram_sweep(a: &Args) -> Result<()> {
             Err(e) => {
                 let _ = cuzk_engine::gpu::streamed::take_transfer_stats();
                 println!("run vram_mib={mib} failed: {e}");
-                parts.push(format!("{mib}=failed"));
+                parts.push((mib, "failed".to_string()));
                 failed += 1;
                 continue;
             }
@@ -168,12 +168,19 @@ fn vram_sweep(a: &Args) -> Result<()> {
             exposed_ms / parts_n / 1e3,
             rss as f64 / (1u64 << 30) as f64,
         );
-        parts.push(format!("{mib}={:.1}", r.ms_per_proof));
+        parts.push((mib, format!("{:.1}", r.ms_per_proof)));
         sector = r.sector;
     }
+    // The budgets in the order the issue names them whatever order they ran in: smallest first,
+    // the whole card (0) last.
+    parts.sort_by_key(|&(mib, _)| if mib == 0 { u64::MAX } else { mib });
     println!(
         "porep_vram_sweep {} peak_rss_gib={:.1} sector={sector}",
-        parts.join(" "),
+        parts
+            .iter()
+            .map(|(mib, v)| format!("{mib}={v}"))
+            .collect::<Vec<_>>()
+            .join(" "),
         peak as f64 / (1u64 << 30) as f64
     );
     if failed > 0 {
