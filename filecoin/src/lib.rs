@@ -32,6 +32,8 @@ mod shape;
 pub mod sink;
 pub mod snap;
 pub mod synth_c1;
+pub mod synth_post;
+pub mod synth_snap;
 pub mod verify;
 
 pub use compound::Compound;
