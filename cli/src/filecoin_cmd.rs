@@ -66,6 +66,13 @@ pub enum Cmd {
     /// Write the C1 output of a sparse synthetic sector (any size up to 64 GiB, in seconds),
     /// which cuzk proves and verify_seal accepts as a sealed sector's.
     SynthC1(crate::synth_c1_cmd::Args),
+    /// Write the vanilla proofs of a WindowPoSt partition or a WinningPoSt over sparse synthetic
+    /// sectors (any size up to 64 GiB, in seconds), which cuzk proves and filecoin-proofs'
+    /// verifier accepts.
+    SynthPost(crate::synth_post_cmd::Args),
+    /// Write the vanilla partition proofs of a SnapDeals update of a synthetic sector (any size up
+    /// to 64 GiB, in seconds) and its commitments.
+    SynthSnap(crate::synth_snap_cmd::Args),
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -190,6 +197,8 @@ pub fn run(c: Cmd) -> Result<()> {
             sample_inputs(p, &out, seed, all, miner_id)?;
         }
         Cmd::SynthC1(a) => crate::synth_c1_cmd::run(a)?,
+        Cmd::SynthPost(a) => crate::synth_post_cmd::run(a)?,
+        Cmd::SynthSnap(a) => crate::synth_snap_cmd::run(a)?,
     }
     Ok(())
 }

@@ -14,6 +14,8 @@ mod prove;
 mod prove_filecoin;
 mod srs_cmd;
 mod synth_c1_cmd;
+mod synth_post_cmd;
+mod synth_snap_cmd;
 mod verify;
 
 use std::path::PathBuf;
