@@ -7,8 +7,7 @@
 //! directory: they are **not** Filecoin's production (MPC) parameters, and the proofs verify only
 //! against them.
 
-use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use bellperson::groth16::{create_proof, Parameters};
 use blstrs::{Bls12, Scalar};
@@ -19,42 +18,15 @@ use cuzk_filecoin::sample::{self, Sealed};
 use cuzk_filecoin::{
     layout, params, verify, CircuitSink, FilecoinError, Partitions, ProofRequest, Registered,
 };
-use cuzk_srs::{OpenOptions, Srs};
+use cuzk_srs::Srs;
 use ff::Field;
 use filecoin_proofs_api::RegisteredSealProof;
 use rand::SeedableRng;
 
+mod common;
+use common::{param_dir, srs_for};
+
 const SEAL: RegisteredSealProof = RegisteredSealProof::StackedDrg2KiBV1_1;
-
-/// The parameter cache of these tests (and filecoin-proofs' verifiers, through the environment).
-fn param_dir() -> PathBuf {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        let dir = tmp.join("filecoin-params");
-        std::fs::create_dir_all(&dir).unwrap();
-        // Read once by filecoin-proofs, on first use: set before anything of it runs.
-        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
-        std::env::set_var("FIL_PROOFS_PARENT_CACHE", tmp.join("filecoin-parents"));
-        dir
-    })
-    .clone()
-}
-
-/// The parameters of `registered`, generated once (per process: one generation at a time).
-fn srs_for(registered: Registered) -> Srs {
-    static GEN: Mutex<()> = Mutex::new(());
-    let dir = param_dir();
-    let _g = GEN.lock().unwrap_or_else(|e| e.into_inner());
-    let (path, generated) = params::generate(registered, &dir, params::DEV_SETUP_SEED).unwrap();
-    if generated {
-        eprintln!(
-            "generated {} (local setup, not the production parameters)",
-            path.display()
-        );
-    }
-    Srs::open(&path, &OpenOptions::default()).unwrap()
-}
 
 struct Sectors {
     _dir: tempfile::TempDir,

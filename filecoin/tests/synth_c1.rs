@@ -7,8 +7,7 @@
 //! The parameters are kinds.rs's: cuzk's seeded local setup, cached in the same directory under
 //! the target directory (generated once by whichever test binary runs first).
 
-use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use bellperson::groth16::{create_random_proof, Parameters};
 use blstrs::{Bls12, Scalar};
@@ -17,26 +16,15 @@ use cuzk_filecoin::prove::{prove, Rs};
 use cuzk_filecoin::request::Parsed;
 use cuzk_filecoin::synth_c1::{self, writer::verify_c1};
 use cuzk_filecoin::{params, sample, verify, CircuitSink, Partitions, ProofRequest, Registered};
-use cuzk_srs::{OpenOptions, Srs};
+use cuzk_srs::Srs;
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
 use filecoin_proofs_api::RegisteredSealProof;
 use serde_json::Value;
 
-const SEAL: RegisteredSealProof = RegisteredSealProof::StackedDrg2KiBV1_1;
+mod common;
+use common::{param_dir, srs_for, Count};
 
-/// kinds.rs's parameter cache (and filecoin-proofs' verifiers', through the environment).
-fn param_dir() -> PathBuf {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        let dir = tmp.join("filecoin-params");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
-        std::env::set_var("FIL_PROOFS_PARENT_CACHE", tmp.join("filecoin-parents"));
-        dir
-    })
-    .clone()
-}
+const SEAL: RegisteredSealProof = RegisteredSealProof::StackedDrg2KiBV1_1;
 
 fn srs() -> Srs {
     srs_of(SEAL)
@@ -44,11 +32,7 @@ fn srs() -> Srs {
 
 /// The parameters of `r` (generated into the cache the first time, by cuzk's seeded setup).
 fn srs_of(r: RegisteredSealProof) -> Srs {
-    static GEN: Mutex<()> = Mutex::new(());
-    let dir = param_dir();
-    let _g = GEN.lock().unwrap_or_else(|e| e.into_inner());
-    let (path, _) = params::generate(Registered::Seal(r), &dir, params::DEV_SETUP_SEED).unwrap();
-    Srs::open(&path, &OpenOptions::default()).unwrap()
+    srs_for(Registered::Seal(r))
 }
 
 fn synth_2kib() -> &'static synth_c1::SynthC1 {
@@ -258,21 +242,6 @@ fn vanilla_key(r: RegisteredSealProof) -> &'static str {
         StackedDrg32GiBV1 | StackedDrg32GiBV1_1 => "StackedDrg32GiBV1",
         StackedDrg64GiBV1 | StackedDrg64GiBV1_1 => "StackedDrg64GiBV1",
         other => panic!("{other:?}: no synthetic C1 output"),
-    }
-}
-
-/// Counts the partitions and their public inputs.
-struct Count;
-impl CircuitSink for Count {
-    type Out = (usize, Vec<usize>);
-    fn take<C: bellperson::Circuit<Scalar> + Send + 'static>(
-        self,
-        parts: Partitions<C>,
-    ) -> Self::Out {
-        (
-            parts.circuits.len(),
-            parts.public_inputs.iter().map(Vec::len).collect(),
-        )
     }
 }
 

@@ -8,41 +8,16 @@
 //! The parameters are kinds.rs's: cuzk's seeded local setup, cached in the same directory under
 //! the target directory (generated once by whichever test binary runs first).
 
-use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
-
-use blstrs::Scalar;
 use cuzk_engine::CpuBackend;
 use cuzk_filecoin::prove::{prove, Rs};
 use cuzk_filecoin::synth_post::{self, check, SynthPoSt};
-use cuzk_filecoin::{params, verify, CircuitSink, Partitions, ProofKind, ProofRequest, Registered};
-use cuzk_srs::{OpenOptions, Srs};
+use cuzk_filecoin::{verify, ProofKind, ProofRequest};
 use filecoin_proofs::{FallbackPoStSectorProof, SectorShape2KiB};
 use filecoin_proofs_api::RegisteredPoStProof;
 use serde_json::Value;
 
-/// kinds.rs's parameter cache (and filecoin-proofs' verifiers', through the environment).
-fn param_dir() -> PathBuf {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        let dir = tmp.join("filecoin-params");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
-        std::env::set_var("FIL_PROOFS_PARENT_CACHE", tmp.join("filecoin-parents"));
-        dir
-    })
-    .clone()
-}
-
-/// The parameters of `r` (generated into the cache the first time, by cuzk's seeded setup).
-fn srs_for(r: Registered) -> Srs {
-    static GEN: Mutex<()> = Mutex::new(());
-    let dir = param_dir();
-    let _g = GEN.lock().unwrap_or_else(|e| e.into_inner());
-    let (path, _) = params::generate(r, &dir, params::DEV_SETUP_SEED).unwrap();
-    Srs::open(&path, &OpenOptions::default()).unwrap()
-}
+mod common;
+use common::{param_dir, srs_for, Count};
 
 fn synth(kind: ProofKind, size: &str, sectors: Option<usize>, seed: u64) -> SynthPoSt {
     param_dir();
@@ -185,21 +160,6 @@ fn a_flipped_byte_in_a_path_is_refused_naming_the_sector_and_partition() {
         let srs = srs_for(parsed.registered());
         let e = prove(parsed, &srs, &CpuBackend::new(), Rs::Random).unwrap_err();
         println!("{kind}: {err}\n  cuzk: {e}");
-    }
-}
-
-/// Counts the partitions and their public inputs.
-struct Count;
-impl CircuitSink for Count {
-    type Out = (usize, Vec<usize>);
-    fn take<C: bellperson::Circuit<Scalar> + Send + 'static>(
-        self,
-        parts: Partitions<C>,
-    ) -> Self::Out {
-        (
-            parts.circuits.len(),
-            parts.public_inputs.iter().map(Vec::len).collect(),
-        )
     }
 }
 

@@ -7,14 +7,10 @@
 //! The parameters are kinds.rs's: cuzk's seeded local setup, cached in the same directory under
 //! the target directory (generated once by whichever test binary runs first).
 
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
-
-use blstrs::Scalar;
 use cuzk_engine::CpuBackend;
 use cuzk_filecoin::prove::{prove, Rs};
 use cuzk_filecoin::synth_snap::{self, partition, SynthSnap};
-use cuzk_filecoin::{params, verify, CircuitSink, Partitions, ProofRequest};
+use cuzk_filecoin::{params, verify, ProofRequest};
 use cuzk_srs::{OpenOptions, Srs};
 use filecoin_proofs::SectorShape2KiB;
 use filecoin_proofs_api::update::verify_partition_proofs;
@@ -22,19 +18,8 @@ use filecoin_proofs_api::{PartitionProofBytes, RegisteredUpdateProof};
 use serde_json::Value;
 use storage_proofs_update::PartitionProof;
 
-/// kinds.rs's parameter cache (and filecoin-proofs' verifiers', through the environment).
-fn param_dir() -> PathBuf {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        let dir = tmp.join("filecoin-params");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
-        std::env::set_var("FIL_PROOFS_PARENT_CACHE", tmp.join("filecoin-parents"));
-        dir
-    })
-    .clone()
-}
+mod common;
+use common::{param_dir, Count};
 
 fn synth(size: &str, seed: u64) -> SynthSnap {
     param_dir();
@@ -139,21 +124,6 @@ fn a_flipped_byte_in_a_path_is_refused_naming_the_partition() {
     // cuzk's request refuses it too, naming the partition, before any circuit is built.
     let e = req.parse().unwrap().build(Count).unwrap_err().to_string();
     assert!(e.contains("SnapDeals vanilla partition proof 0"), "{e}");
-}
-
-/// Counts the partitions and their public inputs.
-struct Count;
-impl CircuitSink for Count {
-    type Out = (usize, Vec<usize>);
-    fn take<C: bellperson::Circuit<Scalar> + Send + 'static>(
-        self,
-        parts: Partitions<C>,
-    ) -> Self::Out {
-        (
-            parts.circuits.len(),
-            parts.public_inputs.iter().map(Vec::len).collect(),
-        )
-    }
 }
 
 #[test]
