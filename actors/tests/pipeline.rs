@@ -1188,3 +1188,43 @@ fn a_gpu_budget_too_small_for_resident_partitions_streams_them_and_their_proofs_
     drop(engine);
     let _ = stats;
 }
+
+#[test]
+fn a_streamed_tier_with_its_products_on_the_host_gives_the_whole_paths_proofs() {
+    use cuzk_actors::resources::tier::GpuPlan;
+    let srs = srs();
+    let d = Dims::of(&srs);
+    // The smallest budget (in MiB steps) whose plan streams the partitions with their products
+    // on the host (for this small circuit: the bases resident, a matrix piece too large for
+    // the room beside them).
+    let resident_whole = d.resident(1) + d.device(Tier::Full, true);
+    let budget = (1..resident_whole)
+        .step_by(1 << 20)
+        .find(|&b| {
+            matches!(
+                GpuPlan::of(&d, b, 1),
+                Some(GpuPlan::Streamed(t) | GpuPlan::ResidentBases(t)) if !t.device_products
+            )
+        })
+        .expect("a budget whose streamed plan has the products on the host");
+    let (engine, _stats) = engine(EngineConfig {
+        vram_budget: vec![budget],
+        srs_resident: true,
+        ..EngineConfig::default()
+    });
+    let rs = fixed_rs(23, 3);
+    let out = engine
+        .submit(
+            JobSpec::new(srs.clone(), circuits(23, 3)).randomness(Randomness::Fixed(rs.clone())),
+        )
+        .unwrap()
+        .wait()
+        .unwrap();
+    let (r, s): (Vec<_>, Vec<_>) = rs.into_iter().unzip();
+    let direct = Prover::new(&srs, &CpuBackend::new())
+        .prove(circuits(23, 3), &r, &s)
+        .unwrap();
+    assert_eq!(out.to_bytes(), direct.to_bytes());
+    let st = engine.status().unwrap();
+    assert!(st.vram[0].high_water <= budget);
+}

@@ -54,6 +54,11 @@ pub struct ProveOptions {
     /// split work), a host backend in [`Prepared::complete_on_host`]. Off by default; the
     /// pipeline and [`Prover`] set it where the backend stages on the device.
     pub splits_on_device: bool,
+    /// On the recorded path, compute `a, b, c` from the recording (and the splits, if pending)
+    /// here on the synthesis thread ([`Prepared::complete_on_host`]): the pipeline sets it where
+    /// a partition takes the streamed tier with its products on the host, so that CPU work runs
+    /// while the GPU proves the partition before, not on the GPU's turn. Off by default.
+    pub products_on_host: bool,
     /// Run every partition in the streamed tier (`Prepared::stream`): what the pipeline sets on
     /// a partition whose card cannot hold it whole; here for tests and benchmarks.
     pub stream: Option<crate::gpu::stream_plan::StreamTier>,
@@ -69,6 +74,7 @@ impl Default for ProveOptions {
             check_satisfied: true,
             recorded: RecordOptions::default(),
             splits_on_device: false,
+            products_on_host: false,
             stream: None,
             cancel: Cancel::default(),
         }
@@ -311,7 +317,7 @@ pub fn prepare(
                 [&asg.a_aux_density, &asg.b_input_density, &asg.b_aux_density],
             )
         };
-        return Ok(Prepared {
+        let mut p = Prepared {
             index,
             a: Vec::new(),
             b: Vec::new(),
@@ -331,7 +337,11 @@ pub fn prepare(
                 check_satisfied: opts.check_satisfied,
                 splits_pending: opts.splits_on_device,
             }),
-        });
+        };
+        if opts.products_on_host {
+            p.complete_on_host()?;
+        }
+        return Ok(p);
     }
     if opts.check_satisfied {
         if let Some(row) = asg.first_unsatisfied() {

@@ -93,6 +93,22 @@ fn deferred_products_completed_on_the_host_equal_the_full_prepare() {
             p.complete_on_host().unwrap();
             assert!(!p.splits_pending());
             same_prepared(&format!("{name} seed {seed}, splits left"), &p, &full);
+            // The products on the host (`products_on_host`, the streamed tier's choice where a
+            // card cannot hold them beside the witness): `prepare` itself completes the
+            // partition, on the synthesis thread, the same as the full path's.
+            let values = witness(&rec, make(seed), 0, 1, 0).unwrap();
+            let on_host = ProveOptions {
+                splits_on_device: true,
+                products_on_host: true,
+                ..ProveOptions::default()
+            };
+            let p = prepare(0, rec.deferred(values, 0).unwrap(), &srs, &on_host)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(
+                p.recorded.is_none() && !p.a.is_empty(),
+                "{name}: prepare left the products with products_on_host"
+            );
+            same_prepared(&format!("{name} seed {seed}, products on host"), &p, &full);
         }
     }
 }

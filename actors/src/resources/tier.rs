@@ -95,6 +95,14 @@ impl Dims {
         let densities = (2 * self.aux + self.a).div_ceil(8);
         self.aux * FR + densities + self.aux * FR / 16
     }
+    /// Host bytes of one partition synthesized witness-only whose products are computed on the
+    /// synthesis thread (`ProveOptions::products_on_host`, the streamed tier with its products on
+    /// the host), at its peak: the witness, `a, b, c` (a domain each), and the `a` and `b`
+    /// queries gathered beside them with the one-bitmaps (the aux becomes `l`'s tail in place).
+    pub fn host_products(&self) -> u64 {
+        let queries = (self.a + self.b) * FR + (self.aux + self.a + self.b).div_ceil(8);
+        self.host_witness() + 3 * self.n * FR + queries
+    }
     /// The same counts as the engine's streamed plan takes them.
     pub fn part(&self) -> PartDims {
         PartDims {

@@ -136,12 +136,21 @@ struct Admitted {
     how: Synthesis,
     need: u64,
     splits_on_device: bool,
+    products_on_host: bool,
     res: ReservationId,
 }
 
 /// Host bytes a partition holds once prepared, by how it synthesizes.
-fn host_need(dims: &Dims, how: Synthesis, splits_on_device: bool, streams: bool) -> u64 {
+fn host_need(
+    dims: &Dims,
+    how: Synthesis,
+    splits_on_device: bool,
+    streams: bool,
+    products_on_host: bool,
+) -> u64 {
     match how {
+        // Its products (and splits) are computed on the synthesis thread.
+        Synthesis::Recorded if products_on_host => dims.host_products(),
         // A streamed partition's compute also holds one of a, b, c or the queries' scalars
         // beside its witness.
         Synthesis::Recorded if splits_on_device && streams => dims.host_streamed(),
@@ -194,7 +203,8 @@ impl Dispatcher {
         let dims = Dims::of(&st.spec_srs);
         let splits_on_device = self.placement.splits_on_device(&dims);
         let streams = self.placement.streams(&dims);
-        let need = host_need(&dims, how, splits_on_device, streams);
+        let products_on_host = self.placement.products_on_host(&dims);
+        let need = host_need(&dims, how, splits_on_device, streams, products_on_host);
         if let Some(m) = mem {
             match self.admission.machine_room(need, m) {
                 Room::Fits => {}
@@ -223,6 +233,7 @@ impl Dispatcher {
             how,
             need,
             splits_on_device,
+            products_on_host,
             res,
         })
     }
@@ -234,6 +245,7 @@ impl Dispatcher {
             how,
             need,
             splits_on_device,
+            products_on_host,
             res,
         } = a;
         let Some(st) = self.jobs.get_mut(&key.job) else {
@@ -266,6 +278,7 @@ impl Dispatcher {
             srs: st.spec_srs.clone(),
             opts: ProveOptions {
                 splits_on_device,
+                products_on_host: products_on_host && matches!(how, Synthesis::Recorded),
                 cancel: cuzk_engine::Cancel::from_flag(st.cancelled.clone()),
                 ..ProveOptions::default()
             },

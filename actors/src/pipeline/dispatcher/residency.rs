@@ -38,6 +38,21 @@ impl Placement {
             })
     }
 
+    /// Whether partitions of these dims take the streamed tier with their products on the host
+    /// on every GPU: then the synthesis threads compute `a, b, c` (`ProveOptions::products_on_host`)
+    /// while the GPU proves the partition before, instead of the GPU's compute worker doing it
+    /// on its turn.
+    pub(super) fn products_on_host(&self, dims: &Dims) -> bool {
+        self.srs_resident
+            && !self.vram.is_empty()
+            && (0..self.vram.len()).all(|g| {
+                matches!(
+                    self.gpu_plan(g, dims),
+                    Some(GpuPlan::ResidentBases(t) | GpuPlan::Streamed(t)) if !t.device_products
+                )
+            })
+    }
+
     /// Device bytes parameters of these dims keep resident on `gpu`, as its plan says
     /// (`GpuPlan::resident_bytes`: the bases and one MSM's scratch per compute worker, the bases
     /// alone, or nothing); without a plan, what full residency needs (then refused).
