@@ -6,6 +6,8 @@ mod cpu;
 mod gpus;
 mod kernels;
 mod porep;
+mod post;
+mod setup;
 mod soak;
 mod synth;
 mod tenant;
@@ -26,6 +28,9 @@ pub enum Cmd {
     /// PoRep C2 proofs of a real C1 output: one alone, then a stream; last line
     /// `porep_ms_per_proof=… porep_latency_ms=… sector=…`.
     Porep(porep::Args),
+    /// PoSt latency alone and beside a PoRep stream, SnapDeals s/proof (synthetic inputs);
+    /// last line `post_ms winning_alone_p50=… winning_loaded_p99=… … snap_ms_per_proof=… sector=…`.
+    Post(post::Args),
     /// A PoRep partition's witness synthesis on the CPU: filecoin-proofs' circuit, cuzk's cut
     /// (lean SHA-256) on one thread and on all; last line `synth_reference_ms=… synth_lean_ms=…
     /// synth_parallel_ms=… threads=…`.
@@ -44,6 +49,7 @@ pub fn run(cmd: Cmd) -> Result<()> {
         Cmd::Batch(a) => batch::run(a),
         Cmd::Kernels(a) => kernels::run(a),
         Cmd::Porep(a) => porep::run(a),
+        Cmd::Post(a) => post::run(a),
         Cmd::Soak(a) => soak::run(a),
         Cmd::Synth(a) => synth::run(a),
         Cmd::Tenant(a) => tenant::run(a),

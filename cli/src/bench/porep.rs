@@ -197,8 +197,7 @@ fn run_once(
     vram_mib: Option<u64>,
     installed: &mut Installed,
 ) -> Result<Run> {
-    let dir = params::dir(a.params_dir.as_deref());
-    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
+    let dir = super::setup::params_dir(a.params_dir.as_deref());
     let prover_id = a
         .prover_id
         .as_deref()
@@ -211,11 +210,7 @@ fn run_once(
     };
     let parsed = req.parse()?;
     let registered = parsed.registered();
-    let sector = match registered.sector_size() {
-        s if s >= 1 << 30 => format!("{}GiB", s >> 30),
-        s if s >= 1 << 20 => format!("{}MiB", s >> 20),
-        s => format!("{}KiB", s >> 10),
-    };
+    let sector = super::setup::sector_label(registered.sector_size());
     let check = prover_id.is_some() && a.sector_id.is_some();
     let mut settings = Settings::load(a.config.as_deref())?;
     if let Some(b) = a.backend {
@@ -231,58 +226,13 @@ fn run_once(
     if let Some((srs, path)) = installed.as_ref() {
         engine.install_srs(path, srs.clone())?;
     } else if a.setup_into_engine && params::locate(registered, &dir).is_err() {
-        cuzk_actors::log::bridge();
-        let start = Instant::now();
-        let dev = a
-            .setup_gpu
-            .map(cuzk_engine::gpu::GpuDevice::open)
-            .transpose()?;
-        let on = match &dev {
-            Some(d) => cuzk_engine::setup::SetupOn::Gpu(d),
-            None => cuzk_engine::setup::SetupOn::Cpu,
-        };
-        // The partition circuit is recorded from its blank circuit on a thread of its own while
-        // the setup runs (both are mostly one thread), so the first proof need not record it.
-        let recorder = match registered {
-            cuzk_filecoin::Registered::Seal(p) => Some(std::thread::spawn(move || {
-                let t = Instant::now();
-                cuzk_filecoin::porep::record_blank(p).map(|r| (r, t.elapsed()))
-            })),
-            _ => None,
-        };
-        let (srs, path) = crate::progress::phase(
-            &format!("setting up {registered} parameters into the engine"),
-            || params::generate_in_memory(registered, &dir, a.setup_seed, on),
-        )?;
-        drop(dev);
-        let points = srs.h().len() + srs.l().len() + srs.a().len() + srs.b_g1().len();
-        let srs = std::sync::Arc::new(srs);
-        if let Some(h) = recorder {
-            let (rec, took) = h.join().map_err(|p| {
-                format!(
-                    "recording the partition circuit panicked: {}",
-                    cuzk_actors::pipeline::job::panic_text(&*p)
-                )
-            })??;
-            rec.install(&srs)?;
-            println!(
-                "# recorded the partition circuit beside the setup: {:.1} s",
-                took.as_secs_f64()
-            );
-        }
-        engine.install_srs(&path, srs.clone())?;
-        *installed = Some((srs, path.clone()));
-        // The setup's and the recorder's freed memory back to the system before proving.
-        crate::heap::collect();
-        println!(
-            "# setup into the engine: {:.1} s ({points} G1 points and the G2 B query, seed {}, \
-             on {}; {} stands for them, not written)",
-            start.elapsed().as_secs_f64(),
+        *installed = Some(super::setup::into_engine(
+            &engine,
+            registered,
+            &dir,
             a.setup_seed,
-            a.setup_gpu
-                .map_or("the CPU".to_string(), |g| format!("GPU {g}")),
-            path.display()
-        );
+            a.setup_gpu,
+        )?);
     }
     let cfg = FilecoinConfig {
         params_dir: Some(dir),
