@@ -203,7 +203,11 @@ impl Dispatcher {
         let dims = Dims::of(&st.spec_srs);
         let splits_on_device = self.placement.splits_on_device(&dims);
         let streams = self.placement.streams(&dims);
-        let products_on_host = self.placement.products_on_host(&dims);
+        // Products at synthesis pay only where synthesis can run ahead of the GPU: with room in
+        // the host budget for two such partitions (on an H100 at a 16 GiB VRAM budget, a 36 GiB
+        // host budget held one, and synthesis, products included, became the bottleneck).
+        let products_on_host = self.placement.products_on_host(&dims)
+            && self.admission.host.capacity() >= 2 * dims.host_products();
         let need = host_need(&dims, how, splits_on_device, streams, products_on_host);
         if let Some(m) = mem {
             match self.admission.machine_room(need, m) {
