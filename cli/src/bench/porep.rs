@@ -11,7 +11,6 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use cuzk_actors::daemon::settings::{BackendChoice, Settings};
 use cuzk_actors::filecoin::FilecoinConfig;
 use cuzk_actors::pipeline::timeline::{svg, StageTotals};
 use cuzk_actors::Engine;
@@ -31,12 +30,8 @@ pub struct Args {
     /// the same engine (the run's figures are the last stream's).
     #[arg(short = 'j', long, value_delimiter = ',', default_value = "32")]
     concurrency: Vec<usize>,
-    #[arg(long)]
-    params_dir: Option<PathBuf>,
-    #[arg(long)]
-    backend: Option<BackendChoice>,
-    #[arg(long)]
-    config: Option<PathBuf>,
+    #[command(flatten)]
+    engine: super::setup::EngineArgs,
     /// Also check every proof with filecoin-proofs' verify_seal (needs the prover id and the
     /// sector number the C1 output was sealed with).
     #[arg(long)]
@@ -46,16 +41,6 @@ pub struct Args {
     /// Write the stream's timeline here as JSON and SVG.
     #[arg(long)]
     timeline_dir: Option<PathBuf>,
-    /// Where the parameter file is absent: set the parameters up (cuzk's seeded setup, not the
-    /// production ones) straight into the engine's memory, writing only the `.vk` (a 32 GiB set
-    /// is ~47 GB: no file and no decode cache on disk).
-    #[arg(long)]
-    setup_into_engine: bool,
-    /// The GPU that computes that setup's fixed-base products (else the CPU).
-    #[arg(long)]
-    setup_gpu: Option<usize>,
-    #[arg(long, default_value_t = params::DEV_SETUP_SEED)]
-    setup_seed: u64,
     /// Proofs run (and not timed) before the one timed alone: they load the parameters and, where
     /// the shape was not recorded beside the setup, record it.
     #[arg(long, default_value_t = 1)]
@@ -96,10 +81,7 @@ pub fn run(a: Args) -> Result<()> {
     if a.gpus_sweep.is_empty() {
         return run_once(&a, None, None, &mut None).map(|_| ());
     }
-    let mut settings = Settings::load(a.config.as_deref())?;
-    if let Some(b) = a.backend {
-        settings.engine.backend = b;
-    }
+    let settings = a.engine.settings()?;
     let sweep = super::gpus::Sweep::plan(&settings, &a.gpus_sweep)?;
     let mut installed = None;
     let mut runs = Vec::new();
@@ -197,7 +179,7 @@ fn run_once(
     vram_mib: Option<u64>,
     installed: &mut Installed,
 ) -> Result<Run> {
-    let dir = super::setup::params_dir(a.params_dir.as_deref());
+    let dir = super::setup::params_dir(a.engine.params_dir.as_deref());
     let prover_id = a
         .prover_id
         .as_deref()
@@ -212,10 +194,7 @@ fn run_once(
     let registered = parsed.registered();
     let sector = super::setup::sector_label(registered.sector_size());
     let check = prover_id.is_some() && a.sector_id.is_some();
-    let mut settings = Settings::load(a.config.as_deref())?;
-    if let Some(b) = a.backend {
-        settings.engine.backend = b;
-    }
+    let mut settings = a.engine.settings()?;
     if let Some((sweep, n)) = gpus {
         sweep.apply(&mut settings, n);
     }
@@ -225,13 +204,13 @@ fn run_once(
     let (engine, devices) = Engine::from_settings(&settings, None)?;
     if let Some((srs, path)) = installed.as_ref() {
         engine.install_srs(path, srs.clone())?;
-    } else if a.setup_into_engine && params::locate(registered, &dir).is_err() {
+    } else if a.engine.setup_into_engine && params::locate(registered, &dir).is_err() {
         *installed = Some(super::setup::into_engine(
             &engine,
             registered,
             &dir,
-            a.setup_seed,
-            a.setup_gpu,
+            a.engine.setup_seed,
+            a.engine.setup_gpu,
         )?);
     }
     let cfg = FilecoinConfig {

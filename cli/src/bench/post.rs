@@ -37,11 +37,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use cuzk_actors::daemon::settings::{BackendChoice, Settings};
 use cuzk_actors::filecoin::FilecoinConfig;
 use cuzk_actors::{Engine, JobError};
 use cuzk_filecoin::request::Parsed;
-use cuzk_filecoin::{params, synth_post, synth_snap, verify, ProofKind, ProofRequest, Registered};
+use cuzk_filecoin::{synth_post, synth_snap, verify, ProofKind, ProofRequest, Registered};
 
 use crate::common::Result;
 
@@ -84,28 +83,14 @@ pub struct Args {
     /// The seed the synthetic inputs are drawn from.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    #[arg(long)]
-    params_dir: Option<PathBuf>,
-    #[arg(long)]
-    backend: Option<BackendChoice>,
-    #[arg(long)]
-    config: Option<PathBuf>,
-    /// Where a parameter file is absent: set the parameters up (cuzk's seeded setup, not the
-    /// production ones) straight into the engine's memory when their series starts, writing
-    /// only the `.vk`.
-    #[arg(long)]
-    setup_into_engine: bool,
-    /// The GPU that computes that setup's fixed-base products (else the CPU).
-    #[arg(long)]
-    setup_gpu: Option<usize>,
-    #[arg(long, default_value_t = params::DEV_SETUP_SEED)]
-    setup_seed: u64,
+    #[command(flatten)]
+    engine: super::setup::EngineArgs,
 }
 
 const GIB: f64 = (1u64 << 30) as f64;
 
 pub fn run(a: Args) -> Result<()> {
-    let dir = super::setup::params_dir(a.params_dir.as_deref());
+    let dir = super::setup::params_dir(a.engine.params_dir.as_deref());
     let has = |k| a.kinds.contains(&k);
     let winning_reg = synth_post::registered_for(ProofKind::WinningPoSt, &a.sector_size)?;
     let sector = super::setup::sector_label(u64::from(winning_reg.sector_size()));
@@ -116,10 +101,7 @@ pub fn run(a: Args) -> Result<()> {
             return Err(format!("--c1 is a {size} sector's; --sector-size is {sector}").into());
         }
     }
-    let mut settings = Settings::load(a.config.as_deref())?;
-    if let Some(b) = a.backend {
-        settings.engine.backend = b;
-    }
+    let settings = a.engine.settings()?;
     let (engine, devices) = Engine::from_settings(&settings, None)?;
     // The daemon's scheduling: each kind at its default class (WinningPoSt above WindowPoSt
     // above PoRep and SnapDeals).
@@ -138,7 +120,10 @@ pub fn run(a: Args) -> Result<()> {
                 a.concurrency
             ))
     );
-    let setup = a.setup_into_engine.then_some((a.setup_seed, a.setup_gpu));
+    let setup = a
+        .engine
+        .setup_into_engine
+        .then_some((a.engine.setup_seed, a.engine.setup_gpu));
     let mut held = super::setup::Held::new(&engine, dir, setup);
     let b = Bench {
         engine: &engine,

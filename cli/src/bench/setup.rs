@@ -13,6 +13,38 @@ use cuzk_srs::Srs;
 
 use crate::common::Result;
 
+/// The engine and parameter options of the Filecoin benches.
+#[derive(clap::Args)]
+pub struct EngineArgs {
+    #[arg(long)]
+    pub params_dir: Option<PathBuf>,
+    #[arg(long)]
+    pub backend: Option<cuzk_actors::daemon::settings::BackendChoice>,
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Where a parameter file is absent: set the parameters up (cuzk's seeded setup, not the
+    /// production ones) straight into the engine's memory, writing only the `.vk` (a 32 GiB
+    /// PoRep set is ~47 GB: no file and no decode cache on disk).
+    #[arg(long)]
+    pub setup_into_engine: bool,
+    /// The GPU that computes that setup's fixed-base products (else the CPU).
+    #[arg(long)]
+    pub setup_gpu: Option<usize>,
+    #[arg(long, default_value_t = params::DEV_SETUP_SEED)]
+    pub setup_seed: u64,
+}
+
+impl EngineArgs {
+    /// The settings of `--config` (else the defaults), with `--backend` over them.
+    pub fn settings(&self) -> Result<cuzk_actors::daemon::settings::Settings> {
+        let mut settings = cuzk_actors::daemon::settings::Settings::load(self.config.as_deref())?;
+        if let Some(b) = self.backend {
+            settings.engine.backend = b;
+        }
+        Ok(settings)
+    }
+}
+
 /// The parameter directory (`explicit`, else filecoin-proofs' rule), set as
 /// `FIL_PROOFS_PARAMETER_CACHE` so that filecoin-proofs' verifiers read their `.vk` from it.
 pub fn params_dir(explicit: Option<&Path>) -> PathBuf {
