@@ -59,6 +59,36 @@ pub fn shape(nodes: u64, base: usize, sub: usize, top: usize) -> Result<Vec<Leve
 /// leaves up, the siblings in order and the position among them.
 pub type Path<D> = Vec<(Vec<D>, usize)>;
 
+/// The path of leaf `i` of a tree of `leaves` leaves over `levels`, each sibling read by
+/// `node(level, index)`; an error naming `what` when `i` is past the leaves.
+pub fn path_of<D>(
+    what: &str,
+    levels: &[Level],
+    leaves: u64,
+    i: u64,
+    node: impl Fn(usize, u64) -> D,
+) -> Result<Path<D>, FilecoinError> {
+    if i >= leaves {
+        return Err(FilecoinError::invalid(
+            what,
+            format!("leaf {i} of a tree of {leaves} leaves"),
+        ));
+    }
+    let mut at = i;
+    let mut path = Vec::with_capacity(levels.len());
+    for (k, l) in levels.iter().enumerate() {
+        let a = l.arity as u64;
+        let (parent, index) = (at / a, (at % a) as usize);
+        let siblings = (0..a)
+            .filter(|&c| c as usize != index)
+            .map(|c| node(k, parent * a + c))
+            .collect();
+        path.push((siblings, index));
+        at = parent;
+    }
+    Ok(path)
+}
+
 /// A sparse tree of hasher `H`.
 pub struct SparseTree<H: Hasher> {
     levels: Vec<Level>,
@@ -132,29 +162,9 @@ impl<H: Hasher> SparseTree<H> {
     /// The path of leaf `i` from the leaves up: at each level the siblings in order and the
     /// leaf's position among its parent's children (storage-proofs' `(hashes, index)`).
     pub fn path(&self, i: u64) -> Result<Path<H::Domain>, FilecoinError> {
-        if i >= self.leaves {
-            return Err(FilecoinError::invalid(
-                "sparse tree path",
-                format!("leaf {i} of a tree of {} leaves", self.leaves),
-            ));
-        }
-        let mut at = i;
-        let mut path = Vec::with_capacity(self.levels.len());
-        for (k, l) in self.levels.iter().enumerate() {
-            let a = l.arity as u64;
-            let (parent, index) = (at / a, (at % a) as usize);
-            let siblings = (0..a)
-                .filter(|&c| c as usize != index)
-                .map(|c| {
-                    *self.nodes[k]
-                        .get(&(parent * a + c))
-                        .unwrap_or(&self.defaults[k])
-                })
-                .collect();
-            path.push((siblings, index));
-            at = parent;
-        }
-        Ok(path)
+        path_of("sparse tree path", &self.levels, self.leaves, i, |k, j| {
+            *self.nodes[k].get(&j).unwrap_or(&self.defaults[k])
+        })
     }
 }
 

@@ -16,7 +16,7 @@ use filecoin_hashers::Hasher;
 use rayon::prelude::*;
 
 use crate::error::FilecoinError;
-use crate::synth_c1::sparse::{hash_node, Level, Path};
+use crate::synth_c1::sparse::{hash_node, path_of, Level, Path};
 
 /// A tree over region-periodic leaves.
 pub struct PeriodicTree<H: Hasher> {
@@ -158,25 +158,13 @@ impl<H: Hasher> PeriodicTree<H> {
     /// The path of leaf `i` from the leaves up (siblings in order and the position among them),
     /// as storage-proofs' `MerkleProof::from_parts` takes it.
     pub fn path(&self, i: u64) -> Result<Path<H::Domain>, FilecoinError> {
-        if i >= self.leaves {
-            return Err(FilecoinError::invalid(
-                "periodic tree path",
-                format!("leaf {i} of a tree of {} leaves", self.leaves),
-            ));
-        }
-        let mut at = i;
-        let mut path = Vec::with_capacity(self.levels.len());
-        for (k, l) in self.levels.iter().enumerate() {
-            let a = l.arity as u64;
-            let (parent, index) = (at / a, (at % a) as usize);
-            let siblings = (0..a)
-                .filter(|&c| c as usize != index)
-                .map(|c| self.nodes[k][self.key(k, parent * a + c) as usize])
-                .collect();
-            path.push((siblings, index));
-            at = parent;
-        }
-        Ok(path)
+        path_of(
+            "periodic tree path",
+            &self.levels,
+            self.leaves,
+            i,
+            |k, j| self.nodes[k][self.key(k, j) as usize],
+        )
     }
 }
 
