@@ -34,7 +34,9 @@ for line in sys.stdin:
     fi
 done
 cp "$cuzk" "$dir/cuzk"
-cp "$here/run-gpu-tests.sh" "$here/other-tenant.sh" "$here/start-to-ready.sh" "$here/porep-full.sh" "$here/porep-sweep-run.sh" "$dir/"
+git rev-parse --short HEAD >"$dir/COMMIT" 2>/dev/null && cp "$dir/COMMIT" "$dir/COMMIT.tests" || true
+cp "$here/run-gpu-tests.sh" "$here/other-tenant.sh" "$here/start-to-ready.sh" "$here/porep-full.sh" "$here/porep-sweep-run.sh" \
+    "$here/sweep-start.sh" "$here/sweep-wait.sh" "$dir/"
 command -v strip >/dev/null && strip "$dir"/cuzk "$dir"/gpu_* 2>/dev/null || true
 if CUZK_KERNEL_CACHE="$dir/kcache" "$dir/cuzk" kernels build --arch 90 >/dev/null 2>&1; then
     echo "kernels prebuilt for sm_90 in $dir/kcache"
