@@ -39,12 +39,15 @@ impl<H: Hasher> PeriodicTree<H> {
         region: u64,
         leaf: impl Fn(u64, u64) -> H::Domain + Sync,
     ) -> Result<Self, FilecoinError> {
-        let mut spans = vec![1u64];
+        // Leaves under one node of each level, the leaves' own first.
+        let mut spans = Vec::with_capacity(levels.len() + 1);
+        let mut span = 1u64;
+        spans.push(span);
         for l in &levels {
-            let below = *spans.last().expect("the leaves' span is there");
-            spans.push(below * l.arity as u64);
+            span = span.saturating_mul(l.arity as u64);
+            spans.push(span);
         }
-        let leaves = *spans.last().expect("the root's span is there");
+        let leaves = span;
         let pow2 = |v: u64| v.is_power_of_two();
         if !(pow2(period) && pow2(region) && pow2(leaves) && period <= region && region <= leaves)
             || levels.iter().any(|l| !pow2(l.arity as u64))
