@@ -12,40 +12,16 @@ mod common;
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::engine::{cpu_engine, wait_until};
 use cuzk_actors::daemon::metrics::{Metrics, State};
 use cuzk_actors::filecoin::FilecoinConfig;
-use cuzk_actors::{CountingPin, Engine, EngineConfig, JobSpec, Priority, Status};
+use cuzk_actors::{JobSpec, Priority};
 use cuzk_engine::circuits::MulChain;
 use cuzk_engine::setup::open_or_generate;
-use cuzk_engine::{CpuBackend, Pipeline};
 use cuzk_filecoin::{params, sample};
 use cuzk_srs::OpenOptions;
-
-fn cpu_engine() -> Engine {
-    Engine::start(
-        EngineConfig::default(),
-        vec![Arc::new(CpuBackend::new()) as Arc<dyn Pipeline>],
-        Box::new(CountingPin::default()),
-    )
-    .unwrap()
-}
-
-fn wait_until(engine: &Engine, what: &str, f: impl Fn(&Status) -> bool) -> Status {
-    let start = Instant::now();
-    loop {
-        let s = engine.status().unwrap();
-        if f(&s) {
-            return s;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "timed out waiting for {what}: {s:?}"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
 
 #[test]
 fn a_missed_deadline_is_reported() {

@@ -1,13 +1,15 @@
 //! The actor pipeline over the CPU backend: proofs byte-identical to direct proving, overlap of
 //! upload and compute, budgets and back-pressure, the chunked tier, pinning, order, cancellation.
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blstrs::Scalar;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
-use cuzk_actors::pipeline::status::Status;
+use common::engine::wait_until;
 use cuzk_actors::resources::pinner::{CountingPin, PinStats};
 use cuzk_actors::resources::tier::{Dims, Tier};
 use cuzk_actors::{Engine, EngineConfig, JobError, JobSpec, Priority, Randomness};
@@ -293,21 +295,6 @@ fn prove_and_match_direct(engine: &Engine, srs: &Arc<Srs>, first: u64, jobs: u64
             direct.to_bytes(),
             "{what} job {j}"
         );
-    }
-}
-
-fn wait_until(engine: &Engine, what: &str, f: impl Fn(&Status) -> bool) -> Status {
-    let start = Instant::now();
-    loop {
-        let s = engine.status().unwrap();
-        if f(&s) {
-            return s;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "timed out waiting for {what}: {s:?}"
-        );
-        std::thread::sleep(Duration::from_millis(5));
     }
 }
 

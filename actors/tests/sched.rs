@@ -3,14 +3,16 @@
 //! a second and leaves the status, and a CRITICAL job submitted behind a running LOW partition
 //! goes ahead of that job's next partitions at every stage, so it finishes first.
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cuzk_actors::{CountingPin, Engine, EngineConfig, JobError, JobSpec, Priority, Status};
+use common::engine::{cpu_engine, wait_until};
+use cuzk_actors::{JobError, JobSpec, Priority, Status};
 use cuzk_engine::circuits::MulChain;
 use cuzk_engine::setup::open_or_generate;
-use cuzk_engine::{CpuBackend, Pipeline};
 use cuzk_srs::{OpenOptions, Srs};
 
 /// A 2^16 domain: a partition's compute takes seconds on two cores (its setup is cached under
@@ -40,30 +42,6 @@ fn circuits(job: u64, n: usize) -> Vec<MulChain> {
     (0..n)
         .map(|p| MulChain::filling_domain(LOG_N, 2, job * 100 + p as u64))
         .collect()
-}
-
-fn cpu_engine() -> Engine {
-    Engine::start(
-        EngineConfig::default(),
-        vec![Arc::new(CpuBackend::new()) as Arc<dyn Pipeline>],
-        Box::new(CountingPin::default()),
-    )
-    .unwrap()
-}
-
-fn wait_until(engine: &Engine, what: &str, f: impl Fn(&Status) -> bool) -> Status {
-    let start = Instant::now();
-    loop {
-        let s = engine.status().unwrap();
-        if f(&s) {
-            return s;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "timed out waiting for {what}: {s:?}"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
 
 fn computing(s: &Status, job: u64) -> bool {

@@ -1,7 +1,10 @@
 //! The Filecoin fixture the actors tests share: parameters from cuzk's seeded dev setup under
 //! `$CARGO_TARGET_TMPDIR/filecoin-params` (generated once for every test binary, and shared with
-//! the cuzk-filecoin tests), and a 2 KiB sector sealed on the CPU.
+//! the cuzk-filecoin tests), and a 2 KiB sector sealed on the CPU; `engine.rs`: an engine on a
+//! CPU backend and waiting on its status.
 #![allow(dead_code)]
+
+pub mod engine;
 
 use std::path::{Path, PathBuf};
 
