@@ -14,7 +14,7 @@ use std::time::Instant;
 use cuzk_actors::filecoin::FilecoinConfig;
 use cuzk_actors::pipeline::timeline::{svg, StageTotals};
 use cuzk_actors::Engine;
-use cuzk_filecoin::{params, verify, ProofRequest};
+use cuzk_filecoin::{params, verify};
 
 use crate::common::Result;
 
@@ -180,20 +180,10 @@ fn run_once(
     installed: &mut Installed,
 ) -> Result<Run> {
     let dir = super::setup::params_dir(a.engine.params_dir.as_deref());
-    let prover_id = a
-        .prover_id
-        .as_deref()
-        .map(|h| cuzk_filecoin::request::hex32("prover id", h))
-        .transpose()?;
-    let req = ProofRequest::PoRep {
-        c1_json: std::fs::read(&a.c1).map_err(|e| format!("{}: {e}", a.c1.display()))?,
-        prover_id,
-        sector_id: a.sector_id,
-    };
-    let parsed = req.parse()?;
+    let parsed = super::setup::porep_request(&a.c1, a.prover_id.as_deref(), a.sector_id)?;
     let registered = parsed.registered();
     let sector = super::setup::sector_label(registered.sector_size());
-    let check = prover_id.is_some() && a.sector_id.is_some();
+    let check = a.prover_id.is_some() && a.sector_id.is_some();
     let mut settings = a.engine.settings()?;
     if let Some((sweep, n)) = gpus {
         sweep.apply(&mut settings, n);

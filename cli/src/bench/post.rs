@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 use cuzk_actors::filecoin::FilecoinConfig;
 use cuzk_actors::{Engine, JobError};
 use cuzk_filecoin::request::Parsed;
-use cuzk_filecoin::{synth_post, synth_snap, verify, ProofKind, ProofRequest, Registered};
+use cuzk_filecoin::{synth_post, synth_snap, verify, ProofKind, Registered};
 
 use crate::common::Result;
 
@@ -94,7 +94,10 @@ pub fn run(a: Args) -> Result<()> {
     let has = |k| a.kinds.contains(&k);
     let winning_reg = synth_post::registered_for(ProofKind::WinningPoSt, &a.sector_size)?;
     let sector = super::setup::sector_label(u64::from(winning_reg.sector_size()));
-    let porep = a.c1.as_ref().map(|c1| porep_input(&a, c1)).transpose()?;
+    let porep =
+        a.c1.as_ref()
+            .map(|c1| super::setup::porep_request(c1, a.prover_id.as_deref(), a.sector_id))
+            .transpose()?;
     if let Some(p) = &porep {
         let size = super::setup::sector_label(p.registered().sector_size());
         if size != sector {
@@ -199,21 +202,6 @@ pub fn run(a: Args) -> Result<()> {
         ms(snap)
     );
     Ok(())
-}
-
-/// The PoRep request of `--c1`, with the prover id and sector number verify_seal needs.
-fn porep_input(a: &Args, c1: &PathBuf) -> Result<Parsed> {
-    let prover_id = a
-        .prover_id
-        .as_deref()
-        .map(|h| cuzk_filecoin::request::hex32("prover id", h))
-        .transpose()?;
-    let req = ProofRequest::PoRep {
-        c1_json: std::fs::read(c1).map_err(|e| format!("{}: {e}", c1.display()))?,
-        prover_id,
-        sector_id: a.sector_id,
-    };
-    Ok(req.parse()?)
 }
 
 /// The engine, its Filecoin config and the arguments, for the series.

@@ -53,6 +53,24 @@ pub fn params_dir(explicit: Option<&Path>) -> PathBuf {
     dir
 }
 
+/// The PoRep request of a C1 output file, with the prover id (hex) and sector number that
+/// verify_seal needs where given.
+pub fn porep_request(
+    c1: &Path,
+    prover_id: Option<&str>,
+    sector_id: Option<u64>,
+) -> Result<cuzk_filecoin::request::Parsed> {
+    let prover_id = prover_id
+        .map(|h| cuzk_filecoin::request::hex32("prover id", h))
+        .transpose()?;
+    let req = cuzk_filecoin::ProofRequest::PoRep {
+        c1_json: std::fs::read(c1).map_err(|e| format!("{}: {e}", c1.display()))?,
+        prover_id,
+        sector_id,
+    };
+    Ok(req.parse()?)
+}
+
 /// A sector size as the benches' last lines write it: `32GiB`, `512MiB`, `2KiB`.
 pub fn sector_label(bytes: u64) -> String {
     match bytes {
