@@ -1,7 +1,7 @@
 //! The streamed tier on a GPU (`PipelinedGpu`, `Prepared::stream`): bases streamed in chunks
 //! through two device buffers, a, b, c from the recording on the host or on the device (its
-//! matrices streamed in row pieces, tiny pieces here), the queries' scalars
-//! uploaded one at a time — proofs byte-identical to the CPU backend's for the same `r, s`, with
+//! matrices streamed in row pieces, tiny pieces here, or resident with the queries' scalars built
+//! there from the witness), the queries' scalars uploaded one at a time — proofs byte-identical to the CPU backend's for the same `r, s`, with
 //! chunks that do and do not divide the bases, many ones (chunked batch additions), and with the
 //! bases resident. Ignored (`#[ignore]`, reason given) where there is no GPU: `make test-gpu`.
 
@@ -27,12 +27,15 @@ fn same<C: Circuit<Scalar> + Clone + Send>(name: &str, gpu: &PipelinedGpu, c: C)
         .prove(vec![c.clone(), c.clone()], &r, &s)
         .unwrap()
         .to_bytes();
-    for (chunk, resident_bases, device_products) in [
-        (64u64, false, false),
-        (4096 + 64, false, true),
-        (1 << 22, false, true),
-        (1 << 22, true, false),
-        (1 << 22, true, true),
+    // (chunk, resident bases, device products, resident recording); `PipelinedGpu` leaves the
+    // splits to the device (`Prover` sets `splits_on_device` for it).
+    for (chunk, resident_bases, device_products, resident_recording) in [
+        (64u64, false, false, false),
+        (4096 + 64, false, true, false),
+        (1 << 22, false, true, false),
+        (1 << 22, true, false, false),
+        (1 << 22, true, true, false),
+        (1 << 22, true, true, true),
     ] {
         for recorded in [true, false] {
             let mut p = Prover::new(&srs, gpu);
@@ -42,6 +45,7 @@ fn same<C: Circuit<Scalar> + Clone + Send>(name: &str, gpu: &PipelinedGpu, c: C)
                     chunk_g2: (chunk / 2).max(64),
                     resident_bases,
                     device_products,
+                    resident_recording,
                     pinned_bases: false,
                 }),
                 ..ProveOptions::default()
@@ -53,7 +57,7 @@ fn same<C: Circuit<Scalar> + Clone + Send>(name: &str, gpu: &PipelinedGpu, c: C)
             assert_eq!(
                 ours.to_bytes(),
                 cpu,
-                "{name}: streamed (chunk {chunk}, resident {resident_bases}, device products {device_products}, recorded {recorded}) differs from the CPU"
+                "{name}: streamed (chunk {chunk}, resident {resident_bases}, device products {device_products}, resident recording {resident_recording}, recorded {recorded}) differs from the CPU"
             );
         }
     }

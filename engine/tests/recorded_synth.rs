@@ -359,3 +359,20 @@ fn mulchain_counts_and_classes() {
         .iter()
         .all(|e| coeff::class((e >> 32) as u32) == Class::One));
 }
+
+#[test]
+fn a_recordings_device_bytes_count_its_matrices_table_and_query_gathers() {
+    for name in Example::NAMES {
+        let (rec, _) = record(Example::new(name, sizes(name), 1).unwrap(), false, 0).unwrap();
+        let [qa, qb] = cuzk_engine::gpu::spmv::query_columns(&rec).unwrap();
+        let matrices: usize = (0..3)
+            .map(|m| 8 * (rec.row_ptr(m).len() + rec.entries(m).len()))
+            .sum();
+        let exact = matrices + 32 * rec.table().len() + 4 * (qa.len() + qb.len());
+        assert_eq!(
+            rec.device_bytes(),
+            exact as u64 + 9 * (2 << 20),
+            "{name}: the nine device buffers and their rounding"
+        );
+    }
+}

@@ -34,6 +34,7 @@ fn streamed(chunk: u64, recorded: bool) -> ProveOptions {
             chunk_g2: (chunk / 2).max(64),
             resident_bases: false,
             device_products: false,
+            resident_recording: false,
             pinned_bases: false,
         }),
         ..ProveOptions::default()

@@ -13,7 +13,7 @@
 //! [`GpuPlan::of`] decides, from a GPU's whole budget, what stays resident and which tier its
 //! partitions take.
 
-use cuzk_engine::gpu::stream_plan::{PartDims, StreamTier};
+use cuzk_engine::gpu::stream_plan::{PartDims, RecordingOnGpu, StreamTier};
 use cuzk_srs::Srs;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +34,9 @@ pub struct Dims {
     pub aux: u64,
     pub a: u64,
     pub b: u64,
+    /// The partition's recording as the GPU would hold it (the streamed tier may keep it
+    /// resident beside the bases); `None`: no recording, or not known here.
+    pub recording: Option<RecordingOnGpu>,
 }
 
 impl Dims {
@@ -43,7 +46,12 @@ impl Dims {
             aux: srs.l().len() as u64,
             a: srs.a().len() as u64,
             b: srs.b_g1().len() as u64,
+            recording: None,
         }
+    }
+    /// The same dims for a partition with this recording.
+    pub fn with_recording(self, recording: Option<RecordingOnGpu>) -> Dims {
+        Dims { recording, ..self }
     }
     fn scalars(&self) -> u64 {
         (self.n + self.aux + self.a + self.b) * FR
@@ -110,6 +118,7 @@ impl Dims {
             aux: self.aux,
             a: self.a,
             b: self.b,
+            recording: self.recording,
         }
     }
 
@@ -262,6 +271,7 @@ mod tests {
         aux: 130_169_893,
         a: 129_300_000,
         b: 33_200_000,
+        recording: None,
     };
     const GIB: u64 = 1 << 30;
 
@@ -295,6 +305,44 @@ mod tests {
     }
 
     #[test]
+    fn on_an_80_gb_card_a_recorded_partition_keeps_its_matrices_beside_the_bases() {
+        let cap = 78 * GIB;
+        let rec = RecordingOnGpu {
+            bytes: 9_560_000_000,
+            resident: false,
+        };
+        let first = PORE_32G.with_recording(Some(rec));
+        let plan = GpuPlan::of(&first, cap, 1).unwrap();
+        assert!(matches!(plan, GpuPlan::ResidentBases(_)), "{plan:?}");
+        let resident = plan.resident_bytes(&first, 1);
+        let (Tier::Streamed(t), bytes) = plan.tier(&first, cap - resident).unwrap() else {
+            panic!("a streamed tier")
+        };
+        assert!(t.resident_recording && t.resident_bases);
+        assert!(resident + bytes <= cap);
+        // Once resident, the recording is others' memory to the budget: the next partition
+        // reserves only its own steps, and fits what the recording leaves.
+        let next = PORE_32G.with_recording(Some(RecordingOnGpu {
+            resident: true,
+            ..rec
+        }));
+        let (Tier::Streamed(t2), bytes2) = plan.tier(&next, cap - resident - rec.bytes).unwrap()
+        else {
+            panic!("a streamed tier")
+        };
+        assert!(t2.resident_recording);
+        assert_eq!(bytes2 + rec.bytes, bytes);
+        // Cards that stream their bases never hold it.
+        for gib in [16, 24, 32] {
+            let p = GpuPlan::of(&first, gib * GIB, 1).unwrap();
+            let (Tier::Streamed(t), _) = p.tier(&first, gib * GIB).unwrap() else {
+                panic!("{gib} GiB: a streamed tier")
+            };
+            assert!(!t.resident_recording, "{gib} GiB");
+        }
+    }
+
+    #[test]
     fn while_others_hold_memory_a_streamed_partition_takes_smaller_chunks_or_waits() {
         let cap = 32 * GIB;
         let plan = GpuPlan::of(&PORE_32G, cap, 1).unwrap();
@@ -315,6 +363,7 @@ mod tests {
             aux: 1 << 17,
             a: 1 << 16,
             b: 1 << 16,
+            recording: None,
         };
         let full = d.device(Tier::Full, false);
         assert_eq!(choose(&d, full, false), Some((Tier::Full, full)));

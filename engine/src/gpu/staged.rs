@@ -342,7 +342,7 @@ impl PipelinedGpu {
     }
 
     /// The recording's matrices on this GPU, uploaded on first use of the shape and kept.
-    fn device_recording(&self, rec: &Recording) -> Result<Arc<DeviceRecording>> {
+    pub(super) fn device_recording(&self, rec: &Recording) -> Result<Arc<DeviceRecording>> {
         let mut held = self
             .recordings
             .lock()

@@ -16,6 +16,12 @@
 //!    its MSM, freed after), its bases streamed the same way; `b`'s scalars serve `b_g1` and
 //!    `b_g2`.
 //!
+//! Where the bases are resident and the recording's matrices fit beside them
+//! (`resident_recording`, an 80 GB card at 32 GiB PoRep), only the witness crosses PCIe: the
+//! products come from the resident matrices, the witness stays through the H-MSM, and the three
+//! queries' scalars are built from it on the device (`splits`), then freed one by one after their
+//! MSMs.
+//!
 //! Every figure here is computed, never measured by allocating: the dispatcher reserves
 //! [`StreamTier::peak`] before the partition starts, and `tests` check the plan at 2^27 sizes.
 
@@ -47,6 +53,29 @@ pub struct PartDims {
     pub aux: u64,
     pub a: u64,
     pub b: u64,
+    /// The partition's recording on this GPU, where it has one the plan may keep resident.
+    pub recording: Option<RecordingOnGpu>,
+}
+
+/// A recording's matrices as a GPU would hold them resident (`spmv::DeviceRecording`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordingOnGpu {
+    /// Device bytes of its matrices, table and query gathers (`Recording::device_bytes`).
+    pub bytes: u64,
+    /// Already resident on this GPU (held outside every reservation, as others' memory):
+    /// a partition that uploads it reserves its bytes as well.
+    pub resident: bool,
+}
+
+impl PartDims {
+    /// Device bytes a partition that keeps the recording resident must reserve for it: its
+    /// bytes if it is the one to upload them, else none.
+    fn recording_upload(&self) -> u64 {
+        match self.recording {
+            Some(r) if !r.resident => r.bytes,
+            _ => 0,
+        }
+    }
 }
 
 /// One step of the streamed tier and the device bytes live while it runs.
@@ -69,6 +98,10 @@ pub struct StreamTier {
     /// `a, b, c` are computed on the device from the uploaded witness, the recording's matrices
     /// streamed in row pieces (`products`); else on the host.
     pub device_products: bool,
+    /// The recording's matrices are kept resident beside the resident bases
+    /// (`resident_bases` only): `a, b, c` and the queries' scalars are computed on the device
+    /// from the uploaded witness, the only data of the partition that crosses PCIe.
+    pub resident_recording: bool,
     /// The host bases are page-locked (registered by the caller's HostPinner): chunks are copied
     /// straight from them, not through the backend's copy ring. Set by the pipeline, never by the
     /// plan.
@@ -111,11 +144,41 @@ impl StreamTier {
         };
         let query = |points: u64| points * FR + points.div_ceil(64) * 8;
         let slack = slack(d.n);
+        let witness = (d.aux + 4096) * FR;
+        if self.resident_recording {
+            // The witness stays until the queries' scalars are built from it; they are freed
+            // one by one after their MSMs (`b`'s after `b_g2`). The recording's upload, if this
+            // partition makes it, stays beside every step.
+            let up = d.recording_upload();
+            let queries = [query(d.aux), query(d.a), query(d.b)];
+            let phase = |name, bytes: u64| Phase {
+                name,
+                bytes: dom + bytes + slack + up,
+            };
+            return vec![
+                phase("products", witness + 3 * d.n * FR),
+                phase("h", witness + 3 * d.n * FR),
+                phase(
+                    "msm_h",
+                    witness + d.n * FR + streamed(d.n - 1, self.chunk, Curve::G1),
+                ),
+                phase("splits", witness + queries.iter().sum::<u64>()),
+                phase(
+                    "l",
+                    queries.iter().sum::<u64>() + streamed(d.aux, self.chunk, Curve::G1),
+                ),
+                phase(
+                    "a",
+                    queries[1] + queries[2] + streamed(d.a, self.chunk, Curve::G1),
+                ),
+                phase("b_g1", queries[2] + streamed(d.b, self.chunk, Curve::G1)),
+                phase("b_g2", queries[2] + streamed(d.b, self.chunk_g2, Curve::G2)),
+            ];
+        }
         let mut phases = Vec::with_capacity(7);
         if self.device_products {
             // The witness (inputs are few: counted with the aux as a page), a, b, c, and two
             // pieces of a matrix (row pointers and entries).
-            let witness = (d.aux + 4096) * FR;
             let pieces = 2 * 8 * (PIECE_ENTRIES + PIECE_ROWS + 1);
             phases.push(Phase {
                 name: "products",
@@ -156,9 +219,10 @@ impl StreamTier {
         self.phases(d).iter().map(|p| p.bytes).max().unwrap_or(0)
     }
 
-    /// The streamed tier under `budget` bytes: with resident bases, the one plan (its peak is the
-    /// H step or a query's scalars); else the largest power-of-two chunk (≥ [`MIN_CHUNK`]) that
-    /// fits. `None` if even the smallest does not.
+    /// The streamed tier under `budget` bytes: with resident bases, the recording resident
+    /// beside them where the partition has one and it fits, else the one plan (its peak is the H
+    /// step or a query's scalars); streamed, the largest power-of-two chunk (≥ [`MIN_CHUNK`])
+    /// that fits. `None` if even the smallest does not.
     pub fn plan(d: &PartDims, budget: u64, resident_bases: bool) -> Option<(StreamTier, u64)> {
         let most = d.n.max(d.aux).max(d.a).max(d.b).next_power_of_two();
         // Resident bases are read whole: one candidate. Streamed: the largest power-of-two
@@ -170,9 +234,15 @@ impl StreamTier {
                 .take_while(|&c| c >= MIN_CHUNK)
                 .collect()
         };
-        // The products on the device where they fit (the host's take seconds a partition at
-        // 32 GiB), with the largest chunk that fits beside them.
-        for device_products in [true, false] {
+        // The recording resident where it fits (resident bases only), else the products on the
+        // device where they fit (the host's take seconds a partition at 32 GiB), with the
+        // largest chunk that fits beside them.
+        let keep_recording = resident_bases && d.recording.is_some();
+        let modes = [(true, true), (false, true), (false, false)];
+        for (resident_recording, device_products) in modes {
+            if resident_recording && !keep_recording {
+                continue;
+            }
             for &chunk in &chunks {
                 let t = StreamTier {
                     chunk,
@@ -183,6 +253,7 @@ impl StreamTier {
                     },
                     resident_bases,
                     device_products,
+                    resident_recording,
                     pinned_bases: false,
                 };
                 let peak = t.peak(d);
@@ -206,6 +277,7 @@ mod tests {
         aux: 130_169_893,
         a: 130_169_893,
         b: 130_169_893,
+        recording: None,
     };
     const GIB: u64 = 1 << 30;
 
@@ -269,6 +341,75 @@ mod tests {
         );
         assert_eq!(peak, phases.iter().map(|p| p.bytes).max().unwrap());
         assert!(StreamTier::plan(&PORE_32G, 12 * GIB, true).is_none());
+    }
+
+    #[test]
+    fn on_an_80_gb_card_the_recording_stays_beside_the_resident_bases_and_only_the_witness_moves() {
+        // An H100 80GB (~78 GiB usable) holds the 32 GiB PoRep bases (45,179 MiB measured):
+        // what is left must hold the recording (9.56 GB) and the partition's steps. The
+        // production circuit's dense A and B counts (B is a quarter of the aux).
+        let bases = 45_179u64 << 20;
+        let budget = 78 * GIB - bases;
+        let rec = RecordingOnGpu {
+            bytes: 9_560_000_000,
+            resident: false,
+        };
+        let porep = PartDims {
+            a: 129_300_000,
+            b: 33_200_000,
+            ..PORE_32G
+        };
+        let first = PartDims {
+            recording: Some(rec),
+            ..porep
+        };
+        let (t, peak) = StreamTier::plan(&first, budget, true).expect("fits beside the bases");
+        assert!(t.resident_recording && t.device_products && t.resident_bases);
+        assert!(peak <= budget);
+        let names: Vec<_> = t.phases(&first).iter().map(|p| p.name).collect();
+        assert_eq!(
+            names,
+            ["products", "h", "msm_h", "splits", "l", "a", "b_g1", "b_g2"]
+        );
+        // The first partition reserves the recording's upload; once resident, the next ones
+        // reserve only their own steps, whose peak is the products (witness and a, b, c).
+        let next = PartDims {
+            recording: Some(RecordingOnGpu {
+                resident: true,
+                ..rec
+            }),
+            ..porep
+        };
+        let (t2, peak2) = StreamTier::plan(&next, budget, true).unwrap();
+        assert!(t2.resident_recording);
+        assert_eq!(peak, peak2 + rec.bytes);
+        // The products hold the witness and a, b, c; the peak is an MSM's scratch beside the
+        // scalars (the H-MSM's, or `l`'s with the three queries' scalars).
+        let phases = t2.phases(&next);
+        assert_eq!(phases[0].name, "products");
+        assert_eq!(
+            phases[0].bytes,
+            domain_bytes(1 << 27) + (PORE_32G.aux + 4096) * 32 + 3 * (1u64 << 27) * 32 + SLACK
+        );
+        assert_eq!(peak2, phases.iter().map(|p| p.bytes).max().unwrap());
+        // Where the recording does not fit beside the bases, the matrices stream as before.
+        let streamed = StreamTier::plan(&porep, budget, true).unwrap().1;
+        let (t3, _) = StreamTier::plan(&first, streamed, true).unwrap();
+        assert!(!t3.resident_recording && t3.device_products);
+        // Without a recording (full synthesis) it is never chosen.
+        assert!(
+            !StreamTier::plan(&porep, budget, true)
+                .unwrap()
+                .0
+                .resident_recording
+        );
+        // Never without resident bases.
+        assert!(
+            !StreamTier::plan(&first, 40 * GIB, false)
+                .unwrap()
+                .0
+                .resident_recording
+        );
     }
 
     #[test]

@@ -15,6 +15,7 @@
 //! - Where the bases are resident (`StreamTier::resident_bases`), the MSMs read them there and
 //!   only the partition's own data crosses PCIe.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use blstrs::{G1Projective, G2Projective, Scalar};
@@ -26,6 +27,7 @@ use super::buf::{DevBuf, PinnedBuf};
 use super::h::compute_h_device;
 use super::msm::{MsmPlan, QueuedMsm};
 use super::points::{g1_from_xyzz, g2_from_xyzz, Curve};
+use super::spmv::{DeviceRecording, DeviceSplit};
 use super::stream_plan::StreamTier;
 use super::{as_bytes, backend_err, GpuDevice, PipelinedGpu, Result};
 use crate::backend::Backend;
@@ -207,6 +209,20 @@ struct Scalars<'h> {
     ones: Option<DevBuf>,
     host: Option<&'h [Scalar]>,
     n: u64,
+    /// The nonzero count of all `n`, where known without the host tail (built on the device).
+    live: Option<u64>,
+}
+
+impl Scalars<'_> {
+    fn on_device(s: DeviceSplit) -> Scalars<'static> {
+        Scalars {
+            dev: s.tail,
+            ones: s.ones,
+            host: None,
+            n: s.n,
+            live: Some(s.live),
+        }
+    }
 }
 
 impl PipelinedGpu {
@@ -256,7 +272,15 @@ impl PipelinedGpu {
                 )));
             }
         }
+        // The witness on the device, kept until the queries' scalars are built from it (the
+        // recording resident), with the resident matrices.
+        let mut on_device: Option<(DevBuf, Arc<DeviceRecording>)> = None;
         match rec.as_ref() {
+            Some(r) if tier.resident_recording => {
+                let (w, dr, products) = self.products_resident(ring, &mut busy, r, n)?;
+                abc = products;
+                on_device = Some((w, dr));
+            }
             Some(r) if tier.device_products => {
                 let pieces = tier.chunk.clamp(1024, super::stream_plan::PIECE_ENTRIES);
                 abc = self.products_streamed(ring, &mut busy, r, n, pieces)?;
@@ -294,7 +318,9 @@ impl PipelinedGpu {
         // host).
         if let Some(r) = rec.as_ref().filter(|r| r.check_satisfied) {
             ring.drain()?;
-            if let Some(row) = first_unsatisfied(cp, &abc, r.rec.counts().rows() as u64)? {
+            // Checked on the stream that computed the products.
+            let on = if on_device.is_some() { dev } else { cp };
+            if let Some(row) = first_unsatisfied(on, &abc, r.rec.counts().rows() as u64)? {
                 let v = read_row(cp, &abc, row)?;
                 return Err(unsatisfied(p.index, row, &v[0], &v[1], &v[2]));
             }
@@ -321,48 +347,58 @@ impl PipelinedGpu {
             ones: None,
             host: None,
             n: (n - 1) as u64,
+            live: None,
         };
         let h_bases = resident.as_ref().map(|r| &r.h);
-        let busy_h = &mut busy;
-        let (h, built) = rayon::join(
-            || {
-                self.msm_streamed(
+        let (h, host_splits, built) = match on_device.take() {
+            Some((w, dr)) => {
+                // The recording resident: the H-MSM, then the queries' scalars built from the
+                // witness on the kernel stream behind it (or uploaded, where `prepare` built
+                // them), and the witness freed.
+                let h = self.msm_streamed(
                     ring,
-                    busy_h,
+                    &mut busy,
                     Curve::G1,
                     as_bytes(srs.h()),
                     h_bases,
                     &h_scalars,
                     (tier.chunk, tier.pinned_bases),
-                )
-            },
-            || -> Result<(Split, Split, Split)> {
-                match rec {
-                    // The witness's aux becomes `l`'s tail: no copy of it is made.
-                    Some(r) if r.splits_pending => {
-                        let [a_aux, b_in, b_aux] = r.rec.densities();
-                        Ok(splits(&r.inputs, r.aux, [&a_aux, &b_in, &b_aux]))
-                    }
-                    _ => Ok((
+                )?;
+                let pending = rec.as_ref().is_some_and(|r| r.splits_pending);
+                let (host, built) = if pending {
+                    let k0 = dev.mark()?;
+                    let [l, a, b] = dr.splits(dev, &w)?;
+                    busy.spans.push((k0, dev.mark()?));
+                    (None, [l, a, b].map(|s| Some(Scalars::on_device(s))))
+                } else {
+                    let host = (
                         std::mem::take(&mut p.l),
                         std::mem::take(&mut p.a_query),
                         std::mem::take(&mut p.b_query),
-                    )),
-                }
-            },
-        );
-        let h = h?;
-        let (l, a_query, b_query) = built?;
+                    );
+                    (Some(host), [None, None, None])
+                };
+                self.free_after_kernels(vec![w])?;
+                (h, host, built)
+            }
+            None => {
+                let (h, host) = self.h_msm_and_host_splits(
+                    ring, &mut busy, srs, &h_scalars, h_bases, tier, rec, &mut p,
+                );
+                (h?, Some(host?), [None, None, None])
+            }
+        };
         self.free_after_kernels(vec![h_scalars.dev])?;
         t.step("msm_h", start);
 
-        // 3. The queries, one after another: scalars uploaded just before, freed after.
+        // 3. The queries, one after another: scalars uploaded just before (or built on the
+        //    device), freed after.
         let start = Instant::now();
-        check("l", srs.l().len(), l.tail.len())?;
-        check("a", srs.a().len(), a_query.tail.len())?;
-        check("b", srs.b_g1().len(), b_query.tail.len())?;
+        let [mut dl, mut da, mut db] = built;
+        let host = host_splits.as_ref();
         let rb = resident.as_ref();
-        let ls = self.upload_query(ring, &l, "l scalars")?;
+        let ls = self.query(ring, &mut dl, host.map(|h| &h.0), "l scalars")?;
+        check("l", srs.l().len(), ls.n)?;
         let lp = self.msm_streamed(
             ring,
             &mut busy,
@@ -373,7 +409,8 @@ impl PipelinedGpu {
             (tier.chunk, tier.pinned_bases),
         )?;
         self.free_scalars(ls)?;
-        let aqs = self.upload_query(ring, &a_query, "a scalars")?;
+        let aqs = self.query(ring, &mut da, host.map(|h| &h.1), "a scalars")?;
+        check("a", srs.a().len(), aqs.n)?;
         let ap = self.msm_streamed(
             ring,
             &mut busy,
@@ -384,7 +421,8 @@ impl PipelinedGpu {
             (tier.chunk, tier.pinned_bases),
         )?;
         self.free_scalars(aqs)?;
-        let bqs = self.upload_query(ring, &b_query, "b scalars")?;
+        let bqs = self.query(ring, &mut db, host.map(|h| &h.2), "b scalars")?;
+        check("b", srs.b_g1().len(), bqs.n)?;
         let bp = self.msm_streamed(
             ring,
             &mut busy,
@@ -430,6 +468,81 @@ impl PipelinedGpu {
         };
         t.span("dtoh", read_back, Instant::now());
         Ok(sums)
+    }
+
+    /// The H-MSM over `h_scalars` while the host builds the queries' scalar splits from the
+    /// witness (or takes those `prepare` built).
+    #[allow(clippy::too_many_arguments)]
+    fn h_msm_and_host_splits(
+        &self,
+        ring: &mut Ring,
+        busy: &mut Busy,
+        srs: &Srs,
+        h_scalars: &Scalars,
+        h_bases: Option<&DevBuf>,
+        tier: StreamTier,
+        rec: Option<crate::prover::Recorded>,
+        p: &mut Prepared,
+    ) -> (Result<Pieces>, Result<(Split, Split, Split)>) {
+        rayon::join(
+            || {
+                self.msm_streamed(
+                    ring,
+                    busy,
+                    Curve::G1,
+                    as_bytes(srs.h()),
+                    h_bases,
+                    h_scalars,
+                    (tier.chunk, tier.pinned_bases),
+                )
+            },
+            || -> Result<(Split, Split, Split)> {
+                match rec {
+                    // The witness's aux becomes `l`'s tail: no copy of it is made.
+                    Some(r) if r.splits_pending => {
+                        let [a_aux, b_in, b_aux] = r.rec.densities();
+                        Ok(splits(&r.inputs, r.aux, [&a_aux, &b_in, &b_aux]))
+                    }
+                    _ => Ok((
+                        std::mem::take(&mut p.l),
+                        std::mem::take(&mut p.a_query),
+                        std::mem::take(&mut p.b_query),
+                    )),
+                }
+            },
+        )
+    }
+
+    /// `A·w`, `B·w`, `C·w` on the kernel stream from the recording's matrices resident on this
+    /// GPU (uploaded on the shape's first use and kept, as the whole tier's are): only the
+    /// witness is uploaded, through the ring; it is returned, for the queries' scalars.
+    fn products_resident(
+        &self,
+        ring: &mut Ring,
+        busy: &mut Busy,
+        r: &crate::prover::Recorded,
+        n: usize,
+    ) -> Result<(DevBuf, Arc<DeviceRecording>, Vec<DevBuf>)> {
+        let dev = &self.kernels;
+        let cp = &self.stream_copy;
+        let dr = self.device_recording(&r.rec)?;
+        let cols = r.inputs.len() + r.aux.len();
+        let mut w = cp.alloc(32 * cols.max(1), "witness")?;
+        ring.upload(cp, &mut w, 0, as_bytes(&r.inputs), "witness inputs")?;
+        ring.upload(
+            cp,
+            &mut w,
+            32 * r.inputs.len(),
+            as_bytes(&r.aux),
+            "witness aux",
+        )?;
+        dev.stream
+            .wait(&cp.mark()?)
+            .map_err(|e| backend_err(format!("kernels waiting for the witness: {e:?}")))?;
+        let k0 = dev.mark()?;
+        let abc = dr.products(dev, &w, n)?;
+        busy.spans.push((k0, dev.mark()?));
+        Ok((w, dr, abc.into()))
     }
 
     /// `A·w`, `B·w`, `C·w` on the device into three zero-padded buffers of `n`: the witness
@@ -572,7 +685,27 @@ impl PipelinedGpu {
             ones,
             host: Some(&split.tail),
             n: split.tail.len() as u64,
+            live: None,
         })
+    }
+
+    /// A query's scalars: those built on the device (`built`), else the host split uploaded.
+    fn query<'h>(
+        &self,
+        ring: &mut Ring,
+        built: &mut Option<Scalars<'h>>,
+        host: Option<&'h Split>,
+        what: &str,
+    ) -> Result<Scalars<'h>> {
+        if let Some(s) = built.take() {
+            return Ok(s);
+        }
+        match host {
+            Some(split) => self.upload_query(ring, split, what),
+            None => Err(backend_err(format!(
+                "{what}: neither built on the device nor on the host"
+            ))),
+        }
     }
 
     /// The MSM of `s` (and its batch addition where `s.ones`) against `host_bases` (or the
@@ -605,8 +738,9 @@ impl PipelinedGpu {
         }
         // Each chunk's nonzero count sizes its plan (the witness tails are ~1 % nonzero).
         let live = |lo: u64, hi: u64| -> u64 {
-            match s.host {
-                Some(h) => {
+            match (s.host, s.live) {
+                (None, Some(all)) if lo == 0 && hi == n => all,
+                (Some(h), _) => {
                     use rayon::prelude::*;
                     h[lo as usize..hi as usize]
                         .par_iter()
@@ -614,7 +748,7 @@ impl PipelinedGpu {
                         .filter(|x| !bool::from(ff::Field::is_zero(*x)))
                         .count() as u64
                 }
-                None => hi - lo,
+                _ => hi - lo,
             }
         };
         let queue =
@@ -689,8 +823,8 @@ impl PipelinedGpu {
     }
 }
 
-fn check(what: &str, bases: usize, scalars: usize) -> Result<()> {
-    if bases != scalars {
+fn check(what: &str, bases: usize, scalars: u64) -> Result<()> {
+    if bases as u64 != scalars {
         return Err(backend_err(format!(
             "{what}: the parameters have {bases} bases, the partition {scalars} scalars"
         )));

@@ -211,6 +211,24 @@ impl Recording {
         self.sections.total() as u64 * 8
     }
 
+    /// Device bytes the recording takes resident on a GPU (`gpu::spmv::DeviceRecording`): the
+    /// three matrices' row pointers and entries, the coefficient table, the A and B queries'
+    /// 32-bit witness columns (every input and the aux dense in A; the inputs and aux dense in
+    /// B), and 2 MiB of allocator rounding for each of those nine buffers.
+    pub fn device_bytes(&self) -> u64 {
+        let s = &self.sections;
+        let words: usize = (0..3).map(|m| s.ptr[m].len() + s.ent[m].len()).sum();
+        let w = self.words();
+        let ones = |i: usize| -> u64 {
+            w[s.dens[i].clone()]
+                .iter()
+                .map(|x| u64::from(x.count_ones()))
+                .sum()
+        };
+        let gathers = self.counts.inputs as u64 + ones(0) + ones(1) + ones(2);
+        (words + s.table.len()) as u64 * 8 + 4 * gathers + 9 * (2 << 20)
+    }
+
     /// Row pointers of matrix `m` (0 = A, 1 = B, 2 = C): row `r` is entries `ptr[r]..ptr[r + 1]`.
     pub fn row_ptr(&self, m: usize) -> &[u64] {
         &self.words()[self.sections.ptr[m].clone()]

@@ -27,6 +27,7 @@ mod admission;
 mod deadline;
 mod failover;
 mod placement;
+mod recordings;
 mod residency;
 mod status;
 mod vram_limit;

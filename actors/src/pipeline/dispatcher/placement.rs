@@ -66,6 +66,8 @@ pub(super) struct Placement {
     /// Per GPU, the memory others held when the VRAM limit was last logged (`None`: never, or
     /// the budget was logged back at its capacity).
     others_logged: Vec<Option<u64>>,
+    /// The recordings each GPU keeps resident beside the bases (`recordings.rs`).
+    recordings: super::recordings::ResidentRecordings,
 }
 
 /// A partition's VRAM reservation on a GPU.
@@ -110,6 +112,7 @@ impl Placement {
             memory_wait: false,
             streamed_logged: Default::default(),
             others_logged: vec![None; n],
+            recordings: super::recordings::ResidentRecordings::new(n),
         }
     }
 
@@ -275,7 +278,13 @@ impl Dispatcher {
         if !self.jobs.contains_key(&job) {
             return Flow::Next;
         }
-        let dims = Dims::of(&srs);
+        // A recorded partition may keep its recording resident beside the bases.
+        let rec = self.jobs.get(&job).and_then(|st| {
+            let (p, _) = st.ready.get(&partition)?;
+            p.recorded.as_ref().map(|r| r.rec.clone())
+        });
+        let on_gpu = rec.as_ref().map(|r| self.placement.recordings.on(gpu, r));
+        let dims = Dims::of(&srs).with_recording(on_gpu);
         let r = match self.placement.reserve(gpu, &dims, room) {
             Ok(Some(r)) => r,
             Ok(None) => return Flow::Next,
@@ -297,7 +306,7 @@ impl Dispatcher {
                 slog::info!(crate::log::job(job, Some(partition), &st.kind, Some(gpu)),
                     "partitions take the streamed tier: the steps one after another, the bases streamed in chunks or read where resident";
                     "device_bytes" => r.bytes, "chunk" => t.chunk, "resident_bases" => t.resident_bases,
-                    "device_products" => t.device_products,
+                    "device_products" => t.device_products, "resident_recording" => t.resident_recording,
                     "budget_mib" => self.placement.vram[gpu].capacity() >> 20);
             }
         }
@@ -327,6 +336,11 @@ impl Dispatcher {
         self.timeline.record(key, "queue", lane, since, now, 0);
         slog::debug!(crate::log::job(job, Some(partition), &st.kind, Some(gpu)), "partition dispatched"; "bytes" => r.bytes, "tier" => format!("{:?}", r.tier));
         let ticket = st.ticket(key);
+        if let (Tier::Streamed(t), Some(rec)) = (r.tier, &rec) {
+            if t.resident_recording {
+                self.placement.recordings.sent(gpu, rec);
+            }
+        }
         self.placement.send(gpu, ticket, prepared, r.bytes);
         Flow::Next
     }
