@@ -208,45 +208,79 @@ pub fn h_steps() -> Vec<HStep> {
 /// Computes H on the device. `a`, `b`, `c` are device addresses of 2^log_n evaluations each; on
 /// return `b` holds H's coefficients in natural order (`a` and `c` are scratch).
 pub fn compute_h_device(dev: &GpuDevice, d: &HDomain, a: u64, b: u64, c: u64) -> Result<()> {
-    let log_n = d.log_n;
-    let ptr = |x: HBuf| [a, b, c][x as usize];
     for step in h_steps() {
-        match step {
-            HStep::Ntt { x, dif, inverse } => {
-                ntt_in_place(dev, ptr(x), &d.tw, log_n, dif, inverse)?
-            }
-            HStep::Scale {
-                out,
-                input,
-                to_coset,
-                rev_in,
-                out_perm,
-            } => {
-                let t = if to_coset { &d.to_coset } else { &d.from_coset };
-                scale_permute(dev, ptr(out), ptr(input), t, log_n, rev_in, out_perm)?
-            }
-            HStep::Product => {
-                let n = 1u64 << log_n;
-                gpu_launch!(dev, "h_product", grid(n, 256), &a, &b, &n)?
-            }
-            HStep::Finish => {
-                let n = 1u64 << log_n;
-                let t = &d.from_coset;
-                gpu_launch!(
-                    dev,
-                    "h_finish",
-                    grid(n, 256),
-                    &b,
-                    &a,
-                    &c,
-                    &t.lo.ptr(),
-                    &t.hi.ptr(),
-                    &d.kappa.ptr(),
-                    &t.lo_bits,
-                    &log_n
-                )?
-            }
-        }
+        run_step(dev, d, step, [a, b, c], b)?;
     }
     Ok(())
+}
+
+/// `h_steps`' steps for one of a and b: to natural coset evaluations (what the products made
+/// one at a time run on each as soon as it is made: `streamed_products.rs`).
+pub fn to_coset(dev: &GpuDevice, d: &HDomain, x: u64) -> Result<()> {
+    for step in h_steps().into_iter().take(3) {
+        run_step(dev, d, step, [x, x, x], x)?;
+    }
+    Ok(())
+}
+
+/// `h_steps`' product: `a = a·b` (both on the coset).
+pub fn product(dev: &GpuDevice, d: &HDomain, a: u64, b: u64) -> Result<()> {
+    run_step(dev, d, HStep::Product, [a, b, 0], 0)
+}
+
+/// `h_steps`' last three: `c`'s inverse transform, `a`'s (the coset product), and H's
+/// coefficients into `out` (a buffer of its own: `h_finish` permutes).
+pub fn finish(dev: &GpuDevice, d: &HDomain, out: u64, a: u64, c: u64) -> Result<()> {
+    let tail = h_steps();
+    for step in &tail[tail.len() - 4..] {
+        if *step == HStep::Product {
+            continue;
+        }
+        run_step(dev, d, *step, [a, 0, c], out)?;
+    }
+    Ok(())
+}
+
+/// One step on buffers `[a, b, c]` (device addresses); `Finish` writes into `out`.
+fn run_step(dev: &GpuDevice, d: &HDomain, step: HStep, bufs: [u64; 3], out: u64) -> Result<()> {
+    let log_n = d.log_n;
+    let n = 1u64 << log_n;
+    let ptr = |x: HBuf| bufs[x as usize];
+    match step {
+        HStep::Ntt { x, dif, inverse } => ntt_in_place(dev, ptr(x), &d.tw, log_n, dif, inverse),
+        HStep::Scale {
+            out,
+            input,
+            to_coset,
+            rev_in,
+            out_perm,
+        } => {
+            let t = if to_coset { &d.to_coset } else { &d.from_coset };
+            scale_permute(dev, ptr(out), ptr(input), t, log_n, rev_in, out_perm)
+        }
+        HStep::Product => gpu_launch!(
+            dev,
+            "h_product",
+            grid(n, 256),
+            &ptr(HBuf::A),
+            &ptr(HBuf::B),
+            &n
+        ),
+        HStep::Finish => {
+            let t = &d.from_coset;
+            gpu_launch!(
+                dev,
+                "h_finish",
+                grid(n, 256),
+                &out,
+                &ptr(HBuf::A),
+                &ptr(HBuf::C),
+                &t.lo.ptr(),
+                &t.hi.ptr(),
+                &d.kappa.ptr(),
+                &t.lo_bits,
+                &log_n
+            )
+        }
+    }
 }

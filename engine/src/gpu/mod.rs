@@ -21,6 +21,7 @@ pub mod spmv;
 pub mod staged;
 pub mod stream_plan;
 pub mod streamed;
+pub mod streamed_products;
 
 pub use backend::GpuBackend;
 pub use device::{probe, GpuDevice};

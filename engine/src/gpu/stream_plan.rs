@@ -6,10 +6,11 @@
 //!
 //! 0. `products` (where it fits, `device_products`): the witness uploaded, and `a`, `b`, `c`
 //!    computed from it on the device with the recording's matrices streamed in row pieces
-//!    through two piece buffers; the witness is freed after (else `a, b, c` are computed on
+//!    through two piece buffers, one at a time around the H step so that two of them live at
+//!    once (`streamed_products.rs`); the witness is freed after (else `a, b, c` are computed on
 //!    the host and uploaded one at a time);
-//! 1. `h`: `a`, `b`, `c` and the domain's tables; the H step leaves H's coefficients in `b`,
-//!    and `a`, `c` are freed;
+//! 1. `h`: `a`, `b`, `c` (or `a`, `c` and H's own buffer) and the domain's tables; the H step
+//!    leaves H's coefficients in a buffer, and the others are freed;
 //! 2. `msm_h`: H's coefficients and the `h` bases streamed in chunks (two chunk buffers: the copy
 //!    stream fills one while the kernels read the other);
 //! 3. `l`, `a`, `b_g1`, `b_g2`: each query's tail scalars and one-bitmap (uploaded just before
@@ -177,12 +178,15 @@ impl StreamTier {
         }
         let mut phases = Vec::with_capacity(7);
         if self.device_products {
-            // The witness (inputs are few: counted with the aux as a page), a, b, c, and two
-            // pieces of a matrix (row pointers and entries).
+            // The witness (inputs are few: counted with the aux as a page), two of a, b, c at
+            // once (`streamed_products.rs` makes them one at a time around the H step), two
+            // pieces of a matrix (row pointers and entries), and one piece's rows of c where the
+            // rows are checked.
             let pieces = 2 * 8 * (PIECE_ENTRIES + PIECE_ROWS + 1);
+            let checked = PIECE_ROWS * FR;
             phases.push(Phase {
                 name: "products",
-                bytes: dom + witness + 3 * d.n * FR + pieces + slack,
+                bytes: dom + witness + 2 * d.n * FR + pieces + checked + slack,
             });
         }
         phases.extend([
@@ -282,7 +286,7 @@ mod tests {
     const GIB: u64 = 1 << 30;
 
     #[test]
-    fn a_32_gib_partition_fits_a_16_gib_card_with_the_h_step_as_its_peak() {
+    fn a_32_gib_partition_fits_a_16_gib_card_with_its_products_on_the_device() {
         let budget = 16 * GIB - (512 << 20);
         let (t, peak) = StreamTier::plan(&PORE_32G, budget, false).expect("fits 16 GiB");
         assert!(peak <= budget);
@@ -295,16 +299,27 @@ mod tests {
         let phases = t.phases(&PORE_32G);
         let names: Vec<_> = phases.iter().map(|p| p.name).collect();
         assert!(
-            !t.device_products,
-            "a, b, c and the witness do not fit 16 GiB together"
+            t.device_products,
+            "the witness and two of a, b, c fit 16 GiB together"
         );
-        assert_eq!(names, ["h", "msm_h", "l", "a", "b_g1", "b_g2"]);
-        // The seed's shape: a, b, c (12 GiB) and the domain (2 GiB of twiddles) at the H step.
-        assert_eq!(phases[0].bytes, domain_bytes(1 << 27) + 12 * GIB + SLACK);
-        assert!(phases[0].bytes < 15 * GIB);
+        assert_eq!(names, ["products", "h", "msm_h", "l", "a", "b_g1", "b_g2"]);
+        // The products: the domain, the witness, two of a, b, c (8 GiB), the pieces and one
+        // checked piece of c.
+        let witness = (PORE_32G.aux + 4096) * 32;
+        let pieces = 2 * 8 * (PIECE_ENTRIES + PIECE_ROWS + 1) + PIECE_ROWS * 32;
+        assert_eq!(
+            phases[0].bytes,
+            domain_bytes(1 << 27) + witness + 8 * GIB + pieces + SLACK
+        );
+        // The seed's shape at the H step: three domains (12 GiB) and the domain's tables.
+        assert_eq!(phases[1].bytes, domain_bytes(1 << 27) + 12 * GIB + SLACK);
+        assert!(phases[1].bytes < 15 * GIB);
         for p in &phases {
             assert!(p.bytes <= budget, "{} needs {} bytes", p.name, p.bytes);
         }
+        // Below that, a, b, c come from the host.
+        let (t, _) = StreamTier::plan(&PORE_32G, phases[0].bytes - 1, false).unwrap();
+        assert!(!t.device_products);
     }
 
     #[test]

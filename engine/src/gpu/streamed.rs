@@ -67,8 +67,8 @@ pub fn take_transfer_stats() -> TransferStats {
 /// Kernel-busy intervals of one partition: pairs of events around groups of kernels queued right
 /// after the kernel stream's waits for copies.
 #[derive(Default)]
-struct Busy {
-    spans: Vec<(CudaEvent, CudaEvent)>,
+pub(super) struct Busy {
+    pub(super) spans: Vec<(CudaEvent, CudaEvent)>,
 }
 
 impl Busy {
@@ -118,7 +118,7 @@ impl Ring {
     }
 
     /// Queues the copy of `src` to byte `at` of `dst` on `copy`, piece by piece through the ring.
-    fn upload(
+    pub(super) fn upload(
         &mut self,
         copy: &GpuDevice,
         dst: &mut DevBuf,
@@ -260,7 +260,6 @@ impl PipelinedGpu {
         //    uploaded and freed.
         let start = Instant::now();
         let rec = p.recorded.take();
-        let mut abc: Vec<DevBuf> = Vec::with_capacity(3);
         if let Some(r) = rec.as_ref() {
             r.rec.check_witness(&r.inputs, &r.aux, p.index)?;
             let c = r.rec.counts();
@@ -275,70 +274,53 @@ impl PipelinedGpu {
         // The witness on the device, kept until the queries' scalars are built from it (the
         // recording resident), with the resident matrices.
         let mut on_device: Option<(DevBuf, Arc<DeviceRecording>)> = None;
-        match rec.as_ref() {
-            Some(r) if tier.resident_recording => {
-                let (w, dr, products) = self.products_resident(ring, &mut busy, r, n)?;
-                abc = products;
-                on_device = Some((w, dr));
-            }
-            Some(r) if tier.device_products => {
+        let db = match rec.as_ref() {
+            Some(r) if tier.device_products && !tier.resident_recording => {
+                // The products one at a time around the H step (`streamed_products.rs`).
                 let pieces = tier.chunk.clamp(1024, super::stream_plan::PIECE_ENTRIES);
-                abc = self.products_streamed(ring, &mut busy, r, n, pieces)?;
+                let h = self.h_from_streamed_products(ring, &mut busy, r, &d, pieces, p.index)?;
+                t.step("products", start);
+                h
             }
             _ => {
-                for m in 0..3 {
-                    let host = match &rec {
-                        Some(r) => {
-                            let mut v = r.rec.product(m, &r.inputs, &r.aux);
-                            v.resize(n, Scalar::from(0u64));
-                            v
-                        }
-                        None => std::mem::take(match m {
-                            0 => &mut p.a,
-                            1 => &mut p.b,
-                            _ => &mut p.c,
-                        }),
-                    };
-                    if host.len() != n {
-                        return Err(backend_err(format!(
-                            "circuit {}: {} evaluations for a domain of {n}",
-                            p.index,
-                            host.len()
-                        )));
+                let abc = match rec.as_ref() {
+                    Some(r) if tier.resident_recording => {
+                        let (w, dr, products) = self.products_resident(ring, &mut busy, r, n)?;
+                        on_device = Some((w, dr));
+                        products
                     }
-                    let mut buf = cp.alloc(n * 32, "streamed a, b, c")?;
-                    ring.upload(cp, &mut buf, 0, as_bytes(&host), "a, b, c")?;
-                    abc.push(buf);
+                    _ => self.products_from_host(ring, rec.as_ref(), &mut p, n)?,
+                };
+                t.step("products", start);
+                let start = Instant::now();
+                // Every row's a·b = c, checked on the device (the full path's `prepare` does it
+                // on the host).
+                if let Some(r) = rec.as_ref().filter(|r| r.check_satisfied) {
+                    ring.drain()?;
+                    // Checked on the stream that computed the products.
+                    let on = if on_device.is_some() { dev } else { cp };
+                    if let Some(row) = first_unsatisfied(on, &abc, r.rec.counts().rows() as u64)? {
+                        let v = read_row(cp, &abc, row)?;
+                        return Err(unsatisfied(p.index, row, &v[0], &v[1], &v[2]));
+                    }
                 }
+                dev.stream.wait(&cp.mark()?).map_err(|e| {
+                    backend_err(format!("kernel stream waiting for a, b, c: {e:?}"))
+                })?;
+                let k0 = dev.mark()?;
+                compute_h_device(dev, &d, abc[0].ptr(), abc[1].ptr(), abc[2].ptr())?;
+                busy.spans.push((k0, dev.mark()?));
+                let mut abc = abc.into_iter();
+                let (da, db, dc) = match (abc.next(), abc.next(), abc.next()) {
+                    (Some(a), Some(b), Some(c)) => (a, b, c),
+                    _ => return Err(backend_err("streamed a, b, c: three buffers expected")),
+                };
+                // a and c are read by the H step only: freed once the kernels are past it.
+                self.free_after_kernels(vec![da, dc])?;
+                t.step("ntt_h", start);
+                db
             }
-        }
-        t.step("products", start);
-        let start = Instant::now();
-        // Every row's a·b = c, checked on the device (the full path's `prepare` does it on the
-        // host).
-        if let Some(r) = rec.as_ref().filter(|r| r.check_satisfied) {
-            ring.drain()?;
-            // Checked on the stream that computed the products.
-            let on = if on_device.is_some() { dev } else { cp };
-            if let Some(row) = first_unsatisfied(on, &abc, r.rec.counts().rows() as u64)? {
-                let v = read_row(cp, &abc, row)?;
-                return Err(unsatisfied(p.index, row, &v[0], &v[1], &v[2]));
-            }
-        }
-        dev.stream
-            .wait(&cp.mark()?)
-            .map_err(|e| backend_err(format!("kernel stream waiting for a, b, c: {e:?}")))?;
-        let k0 = dev.mark()?;
-        compute_h_device(dev, &d, abc[0].ptr(), abc[1].ptr(), abc[2].ptr())?;
-        busy.spans.push((k0, dev.mark()?));
-        let mut abc = abc.into_iter();
-        let (da, db, dc) = match (abc.next(), abc.next(), abc.next()) {
-            (Some(a), Some(b), Some(c)) => (a, b, c),
-            _ => return Err(backend_err("streamed a, b, c: three buffers expected")),
         };
-        // a and c are read by the H step only: freed once the kernels are past it.
-        self.free_after_kernels(vec![da, dc])?;
-        t.step("ntt_h", start);
 
         // 2. The H-MSM, bases streamed, while the host builds the queries' scalars.
         let start = Instant::now();
@@ -470,6 +452,44 @@ impl PipelinedGpu {
         Ok(sums)
     }
 
+    /// `a, b, c` from the host, one at a time, each uploaded through the ring: evaluated from the
+    /// recording there, or taken from `p` (full synthesis).
+    fn products_from_host(
+        &self,
+        ring: &mut Ring,
+        rec: Option<&crate::prover::Recorded>,
+        p: &mut Prepared,
+        n: usize,
+    ) -> Result<Vec<DevBuf>> {
+        let cp = &self.stream_copy;
+        let mut abc = Vec::with_capacity(3);
+        for m in 0..3 {
+            let host = match rec {
+                Some(r) => {
+                    let mut v = r.rec.product(m, &r.inputs, &r.aux);
+                    v.resize(n, Scalar::from(0u64));
+                    v
+                }
+                None => std::mem::take(match m {
+                    0 => &mut p.a,
+                    1 => &mut p.b,
+                    _ => &mut p.c,
+                }),
+            };
+            if host.len() != n {
+                return Err(backend_err(format!(
+                    "circuit {}: {} evaluations for a domain of {n}",
+                    p.index,
+                    host.len()
+                )));
+            }
+            let mut buf = cp.alloc(n * 32, "streamed a, b, c")?;
+            ring.upload(cp, &mut buf, 0, as_bytes(&host), "a, b, c")?;
+            abc.push(buf);
+        }
+        Ok(abc)
+    }
+
     /// The H-MSM over `h_scalars` while the host builds the queries' scalar splits from the
     /// witness (or takes those `prepare` built).
     #[allow(clippy::too_many_arguments)]
@@ -545,106 +565,9 @@ impl PipelinedGpu {
         Ok((w, dr, abc.into()))
     }
 
-    /// `A·w`, `B·w`, `C·w` on the device into three zero-padded buffers of `n`: the witness
-    /// uploaded, each matrix streamed in pieces of at most `piece` entries (and rows) through two
-    /// piece buffers, `spmv_rows` over each piece's rows as soon as its copy is done. The
-    /// witness is freed once the kernels are past it.
-    fn products_streamed(
-        &self,
-        ring: &mut Ring,
-        busy: &mut Busy,
-        r: &crate::prover::Recorded,
-        n: usize,
-        piece: u64,
-    ) -> Result<Vec<DevBuf>> {
-        let dev = &self.kernels;
-        let cp = &self.stream_copy;
-        let rec = &r.rec;
-        let cols = r.inputs.len() + r.aux.len();
-        let mut w = cp.alloc(32 * cols.max(1), "witness")?;
-        ring.upload(cp, &mut w, 0, as_bytes(&r.inputs), "witness inputs")?;
-        ring.upload(
-            cp,
-            &mut w,
-            32 * r.inputs.len(),
-            as_bytes(&r.aux),
-            "witness aux",
-        )?;
-        let table_host = as_bytes(rec.table());
-        let mut table = cp.alloc(table_host.len().max(32), "recorded coefficients")?;
-        ring.upload(cp, &mut table, 0, table_host, "recorded coefficients")?;
-        let bytes = 8 * (piece as usize + 1);
-        let mut ptrs = [
-            cp.alloc(bytes, "row pointers")?,
-            cp.alloc(bytes, "row pointers")?,
-        ];
-        let mut ents = [cp.alloc(bytes, "entries")?, cp.alloc(bytes, "entries")?];
-        let mut read: [Option<CudaEvent>; 2] = [None, None];
-        let mut out = Vec::with_capacity(3);
-        let mut k = 0usize;
-        for m in 0..3 {
-            let o = cp.alloc_zeroed(32 * n, "recorded products")?;
-            let rp = rec.row_ptr(m);
-            let ent = rec.entries(m);
-            let rows = rp.len().saturating_sub(1);
-            let mut lo = 0usize;
-            while lo < rows {
-                // The rows whose entries fit one piece (at least one row; a row longer than a
-                // piece is refused: no recorded circuit has one).
-                let limit = rp[lo] + piece;
-                let fits = rp[lo + 1..=rows].partition_point(|&e| e <= limit);
-                let hi = (lo + fits).min(lo + piece as usize).max(lo + 1);
-                let (e0, e1) = (rp[lo] as usize, rp[hi] as usize);
-                if e1 - e0 > piece as usize {
-                    return Err(backend_err(format!(
-                        "recorded row {lo} of matrix {m} has {} entries, more than a piece ({piece})",
-                        e1 - e0
-                    )));
-                }
-                let j = k % 2;
-                if let Some(ev) = read[j].take() {
-                    cp.stream.wait(&ev).map_err(|e| {
-                        backend_err(format!("copy stream waiting for the products: {e:?}"))
-                    })?;
-                }
-                ring.upload(cp, &mut ptrs[j], 0, as_bytes(&rp[lo..=hi]), "row pointers")?;
-                ring.upload(cp, &mut ents[j], 0, as_bytes(&ent[e0..e1]), "entries")?;
-                dev.stream.wait(&cp.mark()?).map_err(|e| {
-                    backend_err(format!("kernels waiting for a matrix piece: {e:?}"))
-                })?;
-                let k0 = dev.mark()?;
-                let count = (hi - lo) as u64;
-                // The piece's pointers are absolute: its entries' buffer is addressed as if it
-                // began at entry 0.
-                let ent_base = ents[j].ptr().wrapping_sub(8 * e0 as u64);
-                crate::gpu_launch!(
-                    dev,
-                    "spmv_rows",
-                    super::device::grid(count, 256),
-                    &o.at(32 * lo),
-                    &ptrs[j].ptr(),
-                    &ent_base,
-                    &table.ptr(),
-                    &w.ptr(),
-                    &count
-                )?;
-                let k1 = dev.mark()?;
-                busy.spans.push((k0, k1));
-                read[j] = Some(dev.mark()?);
-                lo = hi;
-                k += 1;
-            }
-            out.push(o);
-        }
-        let [p0, p1] = ptrs;
-        let [e0, e1] = ents;
-        self.free_after_kernels(vec![w, table, p0, p1, e0, e1])?;
-        Ok(out)
-    }
-
     /// Frees device buffers the copy stream allocated once the kernel stream is past everything
     /// queued so far (the copy stream waits for it, then frees in its order).
-    fn free_after_kernels(&self, bufs: Vec<DevBuf>) -> Result<()> {
+    pub(super) fn free_after_kernels(&self, bufs: Vec<DevBuf>) -> Result<()> {
         let ev = self.kernels.mark()?;
         self.stream_copy
             .stream
