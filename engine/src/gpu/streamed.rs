@@ -725,7 +725,7 @@ impl PipelinedGpu {
             if pinned {
                 // Straight from the registered bases, each copy within one registration.
                 let at = src.as_ptr() as usize;
-                for (a, b) in super::staged::copy_pieces(at, src.len()) {
+                for (a, b) in super::copy_pieces::copy_pieces(at, src.len()) {
                     cp.upload_into(&mut bufs[j], a, &src[a..b], "streamed bases")?;
                 }
                 ring.moved += src.len() as u64;

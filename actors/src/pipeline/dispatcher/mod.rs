@@ -13,9 +13,10 @@
 //!   cancelled partition is dropped; a job's result is assembled in partition order.
 //!
 //! One actor, cut by concern into `impl Dispatcher` blocks over a few fields each: this file
-//! holds the job table (submitted jobs, their partitions in flight, a job's end), the stages'
-//! reports of what a partition leaving them gives back, and the pump that moves work on after
-//! every message; [`admission`] the host budget and the synthesis queue
+//! holds the job table (submitted jobs, their partitions in flight, a job's end) and the pump
+//! that moves work on after every message; [`reports`] the stages' reports of what a partition
+//! leaving them gives back; [`submit`] a job's submission; [`admission`] the host budget and the
+//! synthesis queue
 //! ([`HostAdmission`](admission::HostAdmission)); [`placement`] the ready queue, the VRAM
 //! budgets, tiers and the hand-over to the uploaders ([`Placement`](placement::Placement));
 //! [`residency`] each GPU's plan (`tier::GpuPlan`) and the parameters it keeps resident;
@@ -28,8 +29,10 @@ mod deadline;
 mod failover;
 mod placement;
 mod recordings;
+mod reports;
 mod residency;
 mod status;
+mod submit;
 mod vram_limit;
 
 pub(crate) use deadline::DeadlinesMissed;
@@ -49,7 +52,7 @@ use cuzk_engine::prover::Prepared;
 
 use crate::fault::Faults;
 use crate::pipeline::job::{JobError, JobId, JobOutput, Priority, SynthFn, SynthesisProbe};
-use crate::pipeline::messages::{Cancel, ComputeDone, Dropped, PartitionDone, UploadDone};
+use crate::pipeline::messages::Cancel;
 use crate::pipeline::timeline::Timeline;
 use crate::pipeline::upload::UploadActor;
 use crate::pipeline::work::{PartKey, Ticket};
@@ -323,82 +326,6 @@ impl Dispatcher {
 
 impl Actor for Dispatcher {
     type Context = Context<Self>;
-}
-
-impl Handler<UploadDone> for Dispatcher {
-    type Result = ();
-    fn handle(&mut self, msg: UploadDone, ctx: &mut Context<Self>) {
-        self.placement.uploading[msg.gpu] = false;
-        if let Some(f) = self
-            .jobs
-            .get_mut(&msg.key.job)
-            .and_then(|st| st.in_flight.get_mut(&msg.key.partition))
-        {
-            // A partition whose copy is kept for a retry keeps its host reservation.
-            if f.copy.is_none() {
-                if let Some(h) = f.host.take() {
-                    self.admission.host.release(h);
-                }
-            }
-        }
-        self.pump(ctx);
-    }
-}
-
-impl Handler<ComputeDone> for Dispatcher {
-    type Result = ();
-    fn handle(&mut self, msg: ComputeDone, ctx: &mut Context<Self>) {
-        let p = &mut self.placement;
-        p.staged[msg.gpu] = p.staged[msg.gpu].saturating_sub(1);
-        p.on_gpu[msg.gpu].retain(|k| *k != msg.key);
-        if let Some(f) = self
-            .jobs
-            .get_mut(&msg.key.job)
-            .and_then(|st| st.in_flight.get_mut(&msg.key.partition))
-        {
-            if let Some((gpu, v)) = f.vram.take() {
-                p.vram[gpu].release(v);
-            }
-        }
-        self.pump(ctx);
-    }
-}
-
-impl Handler<Dropped> for Dispatcher {
-    type Result = ();
-    fn handle(&mut self, msg: Dropped, ctx: &mut Context<Self>) {
-        self.synthesis_ended(msg.key);
-        self.release_all(msg.key);
-        self.forget_if_idle(msg.key.job);
-        self.pump(ctx);
-    }
-}
-
-impl Handler<PartitionDone> for Dispatcher {
-    type Result = ();
-    fn handle(&mut self, msg: PartitionDone, ctx: &mut Context<Self>) {
-        let PartKey { job, partition } = msg.key;
-        let failure = msg.result.as_ref().err().map(String::as_str);
-        if self.device_outcome(msg.key, failure, msg.device_fault) {
-            // Retried on another device.
-            self.pump(ctx);
-            return;
-        }
-        self.release_all(msg.key);
-        match msg.result {
-            Err(what) => self.fail(
-                job,
-                JobError::Failed {
-                    job,
-                    partition,
-                    what,
-                },
-            ),
-            Ok(done) => self.partition_proved(msg.key, done),
-        }
-        self.forget_if_idle(job);
-        self.pump(ctx);
-    }
 }
 
 impl Handler<Cancel> for Dispatcher {
