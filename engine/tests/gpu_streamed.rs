@@ -36,6 +36,7 @@ fn same<C: Circuit<Scalar> + Clone + Send>(name: &str, gpu: &PipelinedGpu, c: C)
         (1 << 22, true, false, false),
         (1 << 22, true, true, false),
         (1 << 22, true, true, true),
+        (4096 + 64, false, true, true),
     ] {
         for recorded in [true, false] {
             let mut p = Prover::new(&srs, gpu);

@@ -4,6 +4,8 @@
 # the call while the machine is held; sweep-wait.sh, called next, collects it. Watches it for
 # WATCH seconds (default 560) and copies what it printed so far to $OUT.
 #   SWEEP=16384,0 COUNT=2 J=2 WATCH=470 BUNDLE/sweep-start.sh      (then BUNDLE/sweep-wait.sh)
+# With THEN_SWEEP (e.g. 16384,24576,32768,0), a second sweep follows the first in /tmp/sweep2, at
+# THEN_J (default 1) and THEN_COUNT (default 1): `DIR=/tmp/sweep2 BUNDLE/sweep-wait.sh` collects it.
 # If gpu_streamed fails, compute-sanitizer runs it and the sweep takes the whole card only.
 B=$(cd "$(dirname "$0")" && pwd)
 export CUZK_KERNEL_CACHE=$B/kcache
@@ -17,7 +19,8 @@ if grep -q 'test result: ok. 1 passed' "$OUT/gpu_streamed.log"; then SW=${SWEEP:
   timeout 200 /usr/local/cuda/bin/compute-sanitizer --print-limit 5 "$B/gpu_streamed" --ignored --test-threads=1 > "$OUT/sanitizer.log" 2>&1; grep -v '^=========     ' "$OUT/sanitizer.log" | tail -30
   SW=0; fi
 mkdir -p /tmp/sweep
-SKIP_TESTS=1 SWEEP=$SW setsid nohup "$B/porep-sweep-run.sh" "$B" /tmp/sweep ${COUNT:-2} ${J:-2} > /tmp/sweep/run.log 2>&1 < /dev/null &
+if [ -n "${THEN_SWEEP:-}" ] && [ "$SW" != 0 ]; then mkdir -p /tmp/sweep2; THEN="; SKIP_TESTS=1 SWEEP=$THEN_SWEEP '$B/porep-sweep-run.sh' '$B' /tmp/sweep2 ${THEN_COUNT:-1} ${THEN_J:-1} > /tmp/sweep2/run.log 2>&1"; else THEN=; fi
+SKIP_TESTS=1 SWEEP=$SW setsid nohup bash -c "'$B/porep-sweep-run.sh' '$B' /tmp/sweep ${COUNT:-2} ${J:-2} > /tmp/sweep/run.log 2>&1 $THEN" < /dev/null > /dev/null 2>&1 &
 echo "sweep $SW count=${COUNT:-2} j=${J:-2} started at $(date +%T)"
 while [ $(( $(date +%s) - t0 )) -lt ${WATCH:-560} ]; do sleep 10; grep -q 'sweep rc=' /tmp/sweep/run.log && break; done
 cp /tmp/sweep/sweep.log "$OUT/" 2>/dev/null

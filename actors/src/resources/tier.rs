@@ -332,13 +332,15 @@ mod tests {
         };
         assert!(t2.resident_recording);
         assert_eq!(bytes2 + rec.bytes, bytes);
-        // Cards that stream their bases never hold it.
-        for gib in [16, 24, 32] {
+        // Cards that stream their bases hold it from 32 GiB on: below, the witness and a, b, c
+        // do not fit beside it.
+        for (gib, holds) in [(16, false), (24, false), (32, true)] {
             let p = GpuPlan::of(&first, gib * GIB, 1).unwrap();
-            let (Tier::Streamed(t), _) = p.tier(&first, gib * GIB).unwrap() else {
+            let (Tier::Streamed(t), bytes) = p.tier(&first, gib * GIB).unwrap() else {
                 panic!("{gib} GiB: a streamed tier")
             };
-            assert!(!t.resident_recording, "{gib} GiB");
+            assert!(!t.resident_bases && bytes <= gib * GIB, "{gib} GiB");
+            assert_eq!(t.resident_recording, holds, "{gib} GiB");
         }
     }
 

@@ -17,11 +17,11 @@
 //!    its MSM, freed after), its bases streamed the same way; `b`'s scalars serve `b_g1` and
 //!    `b_g2`.
 //!
-//! Where the bases are resident and the recording's matrices fit beside them
-//! (`resident_recording`, an 80 GB card at 32 GiB PoRep), only the witness crosses PCIe: the
+//! Where the recording's matrices fit beside everything else (`resident_recording`: an 80 GB card
+//! beside the resident bases, or a 32 GiB one with the bases streamed, at 32 GiB PoRep), the
 //! products come from the resident matrices, the witness stays through the H-MSM, and the three
 //! queries' scalars are built from it on the device (`splits`), then freed one by one after their
-//! MSMs.
+//! MSMs: of the partition's own data only the witness crosses PCIe.
 //!
 //! Every figure here is computed, never measured by allocating: the dispatcher reserves
 //! [`StreamTier::peak`] before the partition starts, and `tests` check the plan at 2^27 sizes.
@@ -43,6 +43,8 @@ pub fn slack(n: u64) -> u64 {
 }
 /// The smallest chunk of bases streamed (points).
 pub const MIN_CHUNK: u64 = 1 << 16;
+/// The smallest chunk of streamed bases beside a resident recording.
+pub const MIN_RECORDING_CHUNK: u64 = 1 << 23;
 /// Entries (u64) per streamed piece of a recorded matrix, and rows per piece at most.
 pub const PIECE_ENTRIES: u64 = 16 << 20;
 pub const PIECE_ROWS: u64 = 16 << 20;
@@ -99,9 +101,9 @@ pub struct StreamTier {
     /// `a, b, c` are computed on the device from the uploaded witness, the recording's matrices
     /// streamed in row pieces (`products`); else on the host.
     pub device_products: bool,
-    /// The recording's matrices are kept resident beside the resident bases
-    /// (`resident_bases` only): `a, b, c` and the queries' scalars are computed on the device
-    /// from the uploaded witness, the only data of the partition that crosses PCIe.
+    /// The recording's matrices are kept resident on the device: `a, b, c` and the queries'
+    /// scalars are computed there from the uploaded witness, the only data of the partition
+    /// that crosses PCIe (beside the bases, where they are streamed).
     pub resident_recording: bool,
     /// The host bases are page-locked (registered by the caller's HostPinner): chunks are copied
     /// straight from them, not through the backend's copy ring. Set by the pipeline, never by the
@@ -223,10 +225,12 @@ impl StreamTier {
         self.phases(d).iter().map(|p| p.bytes).max().unwrap_or(0)
     }
 
-    /// The streamed tier under `budget` bytes: with resident bases, the recording resident
-    /// beside them where the partition has one and it fits, else the one plan (its peak is the H
-    /// step or a query's scalars); streamed, the largest power-of-two chunk (≥ [`MIN_CHUNK`])
-    /// that fits. `None` if even the smallest does not.
+    /// The streamed tier under `budget` bytes: the recording resident where the partition has
+    /// one and it fits (with streamed bases, only with chunks of at least
+    /// [`MIN_RECORDING_CHUNK`]: smaller ones cost more than the matrices' PCIe time they save),
+    /// else the products on the device, else on the host; resident bases have the one plan (its
+    /// peak is the H step or a query's scalars), streamed ones the largest power-of-two chunk
+    /// (≥ [`MIN_CHUNK`]) that fits. `None` if even the smallest does not.
     pub fn plan(d: &PartDims, budget: u64, resident_bases: bool) -> Option<(StreamTier, u64)> {
         let most = d.n.max(d.aux).max(d.a).max(d.b).next_power_of_two();
         // Resident bases are read whole: one candidate. Streamed: the largest power-of-two
@@ -238,16 +242,18 @@ impl StreamTier {
                 .take_while(|&c| c >= MIN_CHUNK)
                 .collect()
         };
-        // The recording resident where it fits (resident bases only), else the products on the
-        // device where they fit (the host's take seconds a partition at 32 GiB), with the
-        // largest chunk that fits beside them.
-        let keep_recording = resident_bases && d.recording.is_some();
+        // The recording resident where it fits, else the products on the device where they fit
+        // (the host's take seconds a partition at 32 GiB), with the largest chunk that fits
+        // beside them.
         let modes = [(true, true), (false, true), (false, false)];
         for (resident_recording, device_products) in modes {
-            if resident_recording && !keep_recording {
+            if resident_recording && d.recording.is_none() {
                 continue;
             }
             for &chunk in &chunks {
+                if resident_recording && !resident_bases && chunk < MIN_RECORDING_CHUNK {
+                    break;
+                }
                 let t = StreamTier {
                     chunk,
                     chunk_g2: if resident_bases {
@@ -418,13 +424,50 @@ mod tests {
                 .0
                 .resident_recording
         );
-        // Never without resident bases.
-        assert!(
-            !StreamTier::plan(&first, 40 * GIB, false)
-                .unwrap()
-                .0
-                .resident_recording
-        );
+    }
+
+    #[test]
+    fn a_32_gib_card_keeps_the_recording_resident_while_its_bases_stream_and_smaller_cards_do_not()
+    {
+        // The budget a 32 GiB card admits (less the engine's 512 MiB reserve).
+        let rec = RecordingOnGpu {
+            bytes: 9_560_000_000,
+            resident: false,
+        };
+        let porep = PartDims {
+            a: 129_300_000,
+            b: 33_200_000,
+            recording: Some(rec),
+            ..PORE_32G
+        };
+        let budget = 32 * GIB - (512 << 20);
+        let (t, peak) = StreamTier::plan(&porep, budget, false).expect("fits 32 GiB");
+        assert!(t.resident_recording && t.device_products && !t.resident_bases);
+        assert!(peak <= budget && t.chunk >= MIN_RECORDING_CHUNK);
+        // Every step holds the recording's upload (this partition makes it) and the bases'
+        // two chunk buffers where it streams them.
+        let phases = t.phases(&porep);
+        assert!(phases.iter().all(|p| p.bytes > rec.bytes));
+        let msm_h = phases.iter().find(|p| p.name == "msm_h").unwrap();
+        assert!(msm_h.bytes >= rec.bytes + 2 * t.chunk * 96 + (1u64 << 27) * 32);
+        // Once resident, the next partitions reserve their steps only, with the same chunk.
+        let next = PartDims {
+            recording: Some(RecordingOnGpu {
+                resident: true,
+                ..rec
+            }),
+            ..porep
+        };
+        let (t2, peak2) = StreamTier::plan(&next, budget - rec.bytes, false).unwrap();
+        assert!(t2.resident_recording);
+        assert_eq!((t2.chunk, peak2 + rec.bytes), (t.chunk, peak));
+        // 24 and 16 GiB cards stream the matrices: the witness and a, b, c beside the
+        // recording's 9.56 GB do not fit them.
+        for gib in [16, 24] {
+            let (t, peak) = StreamTier::plan(&porep, gib * GIB - (512 << 20), false).unwrap();
+            assert!(!t.resident_recording && t.device_products, "{gib} GiB");
+            assert!(peak <= gib * GIB - (512 << 20));
+        }
     }
 
     #[test]

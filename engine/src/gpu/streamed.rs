@@ -13,7 +13,8 @@
 //!   then they are read back and added.
 //! - While the H-MSM runs, the host builds the queries' scalar splits from the witness.
 //! - Where the bases are resident (`StreamTier::resident_bases`), the MSMs read them there and
-//!   only the partition's own data crosses PCIe.
+//!   only the partition's own data crosses PCIe; where the recording is
+//!   (`StreamTier::resident_recording`), of the partition's own data only the witness does.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -659,10 +660,11 @@ impl PipelinedGpu {
         if n == 0 {
             return Ok(out);
         }
-        // Each chunk's nonzero count sizes its plan (the witness tails are ~1 % nonzero).
+        // Each chunk's nonzero count sizes its plan (the witness tails are ~1 % nonzero): counted
+        // on the host tail, else bounded by the whole's (scalars built on the device).
         let live = |lo: u64, hi: u64| -> u64 {
             match (s.host, s.live) {
-                (None, Some(all)) if lo == 0 && hi == n => all,
+                (None, Some(all)) => all.min(hi - lo),
                 (Some(h), _) => {
                     use rayon::prelude::*;
                     h[lo as usize..hi as usize]

@@ -151,12 +151,22 @@ impl Placement {
     }
 
     /// The room `gpu` has for a partition of `srs`: its whole budget, and what it admits now
-    /// (what the device has free, not only what the engine has reserved), each less the resident
+    /// (what the device has free, not only what the engine has reserved, and never more than
+    /// the budget leaves beside the recordings the GPU holds resident), each less the resident
     /// parameters where the SRS stays resident. `None`: not now.
     fn room(&mut self, gpu: usize, srs: &Arc<Srs>) -> Result<Option<(u64, u64)>, String> {
         self.refresh_vram(gpu);
-        let mut room = self.vram[gpu].capacity();
-        let mut room_now = self.vram[gpu].available();
+        // The held recordings count as others' memory to the device's reading, which limits
+        // the budget only where the card itself is the limit: under a smaller VRAM budget they
+        // are taken from it here, for this reservation and those the budget admits after it.
+        let held = self.recordings.held_bytes(gpu);
+        let budget = &mut self.vram[gpu];
+        let beside = budget.capacity().saturating_sub(held);
+        if held > 0 && beside < budget.available() {
+            budget.set_limit(Some(beside));
+        }
+        let mut room = budget.capacity();
+        let mut room_now = budget.available();
         if self.srs_resident {
             match self.make_resident(gpu, srs)? {
                 Some(resident) => {

@@ -1,12 +1,15 @@
-//! Recordings resident on the GPUs: on a card that keeps the bases resident and has room beside
-//! them (an 80 GB card at 32 GiB PoRep), the streamed tier keeps a shape's recorded matrices
-//! resident too (`StreamTier::resident_recording`), so only the witness crosses PCIe.
+//! Recordings resident on the GPUs: where a card has room for them beside a partition's steps
+//! (an 80 GB card beside the resident bases, a 32 GiB one with the bases streamed, at 32 GiB
+//! PoRep), the streamed tier keeps a shape's recorded matrices resident
+//! (`StreamTier::resident_recording`), so of the partition's own data only the witness crosses
+//! PCIe.
 //!
 //! The GPU uploads a recording on the first partition of its shape that takes that tier, and
-//! then holds it outside every reservation (`Pipeline::memory` counts it as others' memory, so
-//! the budget admits only what is left beside it). That first partition reserves the
-//! recording's bytes with its own (`RecordingOnGpu::resident` false); the dispatcher remembers
-//! which shapes each GPU then holds, and later partitions reserve only their steps.
+//! then holds it outside every reservation (`Pipeline::memory` counts it as others' memory). That
+//! first partition reserves the recording's bytes with its own (`RecordingOnGpu::resident`
+//! false); the dispatcher remembers which shapes each GPU then holds, later partitions reserve
+//! only their steps, and the GPU's budget admits only what is left beside the held recordings
+//! ([`ResidentRecordings::held_bytes`]): a VRAM budget below the card's counts them too.
 
 use std::collections::{HashMap, HashSet};
 
@@ -39,6 +42,15 @@ impl ResidentRecordings {
         }
     }
 
+    /// Device bytes of the recordings `gpu` holds (or was sent a partition to keep).
+    pub(super) fn held_bytes(&self, gpu: usize) -> u64 {
+        self.held.get(gpu).map_or(0, |h| {
+            h.iter()
+                .map(|s| self.bytes.get(s).copied().unwrap_or(0))
+                .sum()
+        })
+    }
+
     /// A partition of `rec`'s shape was sent to `gpu` to keep it resident.
     pub(super) fn sent(&mut self, gpu: usize, rec: &Recording) {
         if let Some(h) = self.held.get_mut(gpu) {
@@ -63,5 +75,11 @@ mod tests {
         r.sent(0, &rec);
         assert!(r.on(0, &rec).resident);
         assert!(!r.on(1, &rec).resident, "each GPU holds its own copy");
+        assert_eq!(
+            (r.held_bytes(0), r.held_bytes(1)),
+            (rec.device_bytes(), 0)
+        );
+        r.sent(0, &rec);
+        assert_eq!(r.held_bytes(0), rec.device_bytes(), "a shape counts once");
     }
 }
