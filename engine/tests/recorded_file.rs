@@ -237,3 +237,54 @@ fn a_structure_that_follows_the_witness_is_caught_by_the_full_check() {
         rec.shape_hash()
     );
 }
+
+#[test]
+fn the_pipeline_decides_which_synthesis_is_checked_and_is_told_when_one_is_due() {
+    let srs = Srs::from_parameters(&cuzk_engine::setup::generate(Drifts(2), 1).unwrap());
+    let key = std::any::type_name::<Drifts>();
+    let binding = recorded::ParamsBinding::of(&srs);
+    let cache = RecordingCache::new();
+    let opts = RecordOptions {
+        check_every: 3,
+        sample_rows: 0,
+        files: false,
+        ..RecordOptions::default()
+    };
+    cache.set_options(opts.clone());
+    assert_eq!(cache.check_due(key, &binding), None, "nothing held yet");
+    let first = cache.synthesize(&srs, Drifts(2), 0, &opts).unwrap();
+    assert!(matches!(first.source, Source::Recorded { .. }));
+    let bytes = cache.get(key, &srs).unwrap().bytes();
+    // The recording is the shape's first synthesis: its third is due, and stays due while the
+    // caller says witness-only.
+    let mut due = Vec::new();
+    for _ in 0..4 {
+        due.push(cache.check_due(key, &binding));
+        let s = recorded::with_check(false, || {
+            cache.synthesize_deferred(&srs, Drifts(4), 0, &opts, None)
+        })
+        .unwrap();
+        assert_eq!(s.source, Source::Memory, "the caller said witness-only");
+    }
+    assert_eq!(due, [None, Some(bytes), Some(bytes), Some(bytes)]);
+    // The one the caller checks: a full synthesis compared with the recording, whose products
+    // are then left to the backend as a witness-only one's are.
+    let s = recorded::with_check(true, || {
+        cache.synthesize_deferred(&srs, Drifts(4), 0, &opts, None)
+    })
+    .unwrap();
+    assert_eq!(s.source, Source::Checked);
+    assert!(s.assignment.deferred.is_some() && s.assignment.a.is_empty());
+    let (_, values) = record(Drifts(4), true, 0).unwrap();
+    let (inputs, aux) = values.unwrap();
+    assert_eq!((s.assignment.inputs, s.assignment.aux), (inputs, aux));
+    assert_eq!(cache.check_due(key, &binding), None, "counted again from the check");
+    // A drift is caught by the check the caller asks for, whatever the count, and the decision
+    // does not outlive its closure.
+    let err = recorded::with_check(true, || cache.synthesize(&srs, Drifts(3), 0, &opts))
+        .err()
+        .unwrap();
+    assert!(matches!(err, EngineError::RecordingMismatch { .. }), "{err}");
+    let next = cache.synthesize(&srs, Drifts(4), 0, &opts).unwrap();
+    assert_eq!(next.source, Source::Memory);
+}

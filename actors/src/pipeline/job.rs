@@ -43,6 +43,10 @@ pub enum Randomness {
 pub enum Synthesis {
     /// Witness-only, from the recording held for the circuit type.
     Recorded,
+    /// The recording's periodic full check falls on this partition: it is synthesized in full
+    /// and compared with the recording (`RecordOptions::check_every`), which records it again
+    /// beside the witness (`recording`: the held recording's bytes), then goes on witness-only.
+    Checked { recording: u64 },
     /// The recording of circuit type `key` is not held: the next partition records it (or maps
     /// its file). A recording takes far more memory than a witness, so the dispatcher lets one
     /// partition per key do it while the others of that key wait for it.
@@ -164,7 +168,9 @@ fn probe<C: 'static>(srs: &Arc<Srs>) -> SynthesisProbe {
         }
         let key = RecordingCache::key_of::<C>();
         let b = binding.get_or_init(|| ParamsBinding::of(&srs));
-        if cache.holds(key, b) {
+        if let Some(recording) = cache.check_due(key, b) {
+            Synthesis::Checked { recording }
+        } else if cache.holds(key, b) {
             Synthesis::Recorded
         } else {
             Synthesis::Unrecorded { key }

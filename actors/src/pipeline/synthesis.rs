@@ -24,6 +24,9 @@ pub struct SynthesisRun {
     pub synth: SynthFn,
     pub srs: Arc<Srs>,
     pub opts: ProveOptions,
+    /// Whether the recording's periodic full check falls on this partition, where the
+    /// dispatcher decided it (`cuzk_engine::recorded::with_check`).
+    pub check: Option<bool>,
     pub cancelled: Arc<AtomicBool>,
     pub faults: Faults,
     pub timeline: Timeline,
@@ -42,6 +45,7 @@ impl SynthesisRun {
             synth,
             srs,
             opts,
+            check,
             cancelled,
             faults,
             timeline,
@@ -65,8 +69,11 @@ impl SynthesisRun {
                 key: Some(key),
                 device: None,
             })?;
-            synth(hint)
-                .and_then(|asg| prepare(key.partition, asg, &srs, &opts))
+            match check {
+                Some(c) => cuzk_engine::recorded::with_check(c, || synth(hint)),
+                None => synth(hint),
+            }
+            .and_then(|asg| prepare(key.partition, asg, &srs, &opts))
                 .map_err(|e| e.to_string())
         })
         .map_err(|e| format!("synthesis: {e}"));

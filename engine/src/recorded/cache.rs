@@ -9,6 +9,12 @@
 //! to finish keeps its recording and writes the file. A file found damaged or stale is recorded
 //! again, with a log line. [`synthesize_default`] is one partition on the process-wide cache (the
 //! engine's path); [`build_file`] writes a shape's file ahead of its first proof.
+//!
+//! The periodic full check falls on a shape's `check_every`-th synthesis since its last one,
+//! unless the caller decides which synthesis checks ([`with_check`]): a pipeline that budgets
+//! host memory asks [`RecordingCache::check_due`] when it admits a partition, reserves the
+//! check's memory for that one, and runs it under `with_check(true, ..)` (the others under
+//! `with_check(false, ..)`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -86,6 +92,27 @@ struct Slot {
     rec: Mutex<Option<Arc<Recording>>>,
     loading: AtomicBool,
     proofs: AtomicU64,
+    /// Syntheses since the last full check (the recording counts as the first).
+    since_check: AtomicU64,
+}
+
+thread_local! {
+    /// The caller's decision for the next synthesis on this thread ([`with_check`]).
+    static CHECK: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with the periodic full check of the syntheses it makes on this thread decided by the
+/// caller: `true`, a full synthesis compared with the recording; `false`, witness-only (the
+/// cadence of `check_every` is then the caller's, see [`RecordingCache::check_due`]).
+pub fn with_check<R>(check: bool, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<bool>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            CHECK.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(CHECK.with(|c| c.replace(Some(check))));
+    f()
 }
 
 /// Recordings by (circuit key, parameter binding).
@@ -93,6 +120,8 @@ struct Slot {
 pub struct RecordingCache {
     slots: Mutex<HashMap<(String, ParamsBinding), Arc<Slot>>>,
     options: RwLock<RecordOptions>,
+    /// Full checks passed, every shape together.
+    checks: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -159,6 +188,25 @@ impl RecordingCache {
         slot.is_some_and(|s| lock(&s.rec).is_some())
     }
 
+    /// Whether the next synthesis of circuit `key` against `binding` is due for the periodic full
+    /// check (`check_every` of the cache's options, counted since the last check), and if so the
+    /// bytes of the recording it compares with: the check records the circuit again, which holds
+    /// as much beside the witness while it runs. `None`: not due, or no recording held.
+    pub fn check_due(&self, key: &str, binding: &ParamsBinding) -> Option<u64> {
+        let every = self.options().check_every;
+        let slot = lock(&self.slots)
+            .get(&(key.to_string(), binding.clone()))
+            .cloned()?;
+        let due = every > 0 && slot.since_check.load(Ordering::Acquire) + 1 >= every;
+        let held = lock(&slot.rec).clone()?;
+        due.then(|| held.bytes())
+    }
+
+    /// Periodic full checks this cache has made and passed, every shape together.
+    pub fn checks_passed(&self) -> u64 {
+        self.checks.load(Ordering::Relaxed)
+    }
+
     /// The recording held for circuit `key` against `srs`, if any.
     pub fn get(&self, key: &str, srs: &Srs) -> Option<Arc<Recording>> {
         lock(&self.slot(key, &ParamsBinding::of(srs)).rec).clone()
@@ -220,7 +268,16 @@ impl RecordingCache {
         let binding = ParamsBinding::of(srs);
         let slot = self.slot(key, &binding);
         let n = slot.proofs.fetch_add(1, Ordering::Relaxed);
+        // The full check: where the caller decided (`with_check`), else every `check_every`-th
+        // synthesis since the last one.
+        let since = slot.since_check.fetch_add(1, Ordering::AcqRel) + 1;
+        let check = CHECK
+            .with(|c| c.take())
+            .unwrap_or(opts.check_every > 0 && since >= opts.check_every);
         let held = lock(&slot.rec).clone();
+        if check {
+            slot.since_check.store(0, Ordering::Release);
+        }
         let (rec, source) = match held {
             Some(rec) => (rec, Source::Memory),
             None => {
@@ -242,7 +299,7 @@ impl RecordingCache {
                                 &rec,
                                 circuit,
                                 index,
-                                n,
+                                (n, check),
                                 opts,
                                 Source::File,
                                 how,
@@ -275,23 +332,24 @@ impl RecordingCache {
                 });
             }
         };
-        self.synthesize_held(&rec, circuit, index, n, opts, source, how)
+        self.synthesize_held(&rec, circuit, index, (n, check), opts, source, how)
     }
 
-    /// Proof `n` of a shape from its recording: witness-only, or every `check_every`-th a full
-    /// synthesis compared with it.
+    /// Proof `n` of a shape from its recording: witness-only, or (`check`) a full synthesis
+    /// compared with it. A checked synthesis whose products are left to the backend drops its
+    /// fresh recording once compared and goes on as the witness-only ones do.
     #[allow(clippy::too_many_arguments)]
     fn synthesize_held<C: Circuit<Scalar>>(
         &self,
         rec: &Arc<Recording>,
         circuit: C,
         index: usize,
-        n: u64,
+        (n, check): (u64, bool),
         opts: &RecordOptions,
         source: Source,
         how: How<C>,
     ) -> Result<Synthesized, EngineError> {
-        if opts.check_every > 0 && (n + 1).is_multiple_of(opts.check_every) {
+        if check {
             let (fresh, values) = record(circuit, true, index)?;
             if let Some(d) = rec.first_difference(&fresh) {
                 return Err(EngineError::RecordingMismatch {
@@ -299,8 +357,16 @@ impl RecordingCache {
                     what: format!("a full synthesis differs from the recording: {d}"),
                 });
             }
+            self.checks.fetch_add(1, Ordering::Relaxed);
+            let values = values.unwrap_or_default();
+            let assignment = if how.defer {
+                drop(fresh);
+                rec.deferred(values, index)?
+            } else {
+                fresh.assignment(values, index)?
+            };
             return Ok(Synthesized {
-                assignment: fresh.assignment(values.unwrap_or_default(), index)?,
+                assignment,
                 source: Source::Checked,
             });
         }

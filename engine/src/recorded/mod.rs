@@ -29,8 +29,8 @@ pub mod recording;
 pub mod witness;
 
 pub use cache::{
-    build_file, synthesize_default, ParallelWitness, RecordOptions, RecordingCache, Source,
-    Synthesized,
+    build_file, synthesize_default, with_check, ParallelWitness, RecordOptions, RecordingCache,
+    Source, Synthesized,
 };
 pub use file::{open_for, recording_path, ParamsBinding};
 pub use pieces::{PieceRange, Witness, WitnessPiece};

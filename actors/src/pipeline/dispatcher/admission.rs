@@ -146,6 +146,19 @@ fn host_need(
     products_on_host: bool,
 ) -> u64 {
     match how {
+        // The check records the circuit again beside the witness: the recording's sections,
+        // which grow by doubling (up to twice their size while they grow), then goes on as a
+        // witness-only partition does.
+        Synthesis::Checked { recording } => {
+            2 * recording
+                + host_need(
+                    dims,
+                    Synthesis::Recorded,
+                    splits_on_device,
+                    streams,
+                    products_on_host,
+                )
+        }
         // Its products (and splits) are computed on the synthesis thread.
         Synthesis::Recorded if products_on_host => dims.host_products(),
         // A streamed partition's compute also holds one of a, b, c or the queries' scalars
@@ -205,7 +218,21 @@ impl Dispatcher {
         // host budget held one, and synthesis, products included, became the bottleneck).
         let products_on_host = self.placement.products_on_host(&dims)
             && self.admission.host.capacity() >= 2 * dims.host_products();
-        let need = host_need(&dims, how, splits_on_device, streams, products_on_host);
+        let mut how = how;
+        let mut need = host_need(&dims, how, splits_on_device, streams, products_on_host);
+        let most = mem.map_or(self.admission.host.capacity(), |m| {
+            m.total.min(self.admission.host.capacity())
+        });
+        if matches!(how, Synthesis::Checked { .. }) && need > most {
+            // A budget (or machine) that never holds the check beside a witness skips it (the
+            // recording's sampled rows and `prepare`'s row check still run, and every proof is
+            // verified).
+            slog::warn!(crate::log::job(job, Some(partition), &st.kind, None),
+                "the recording's periodic full check is skipped: it needs more host memory than the host budget (or the machine) has";
+                "need_mib" => need >> 20, "most_mib" => most >> 20);
+            how = Synthesis::Recorded;
+            need = host_need(&dims, how, splits_on_device, streams, products_on_host);
+        }
         if let Some(m) = mem {
             match self.admission.machine_room(need, m) {
                 Room::Fits => {}
@@ -262,6 +289,11 @@ impl Dispatcher {
         if let Synthesis::Unrecorded { key: shape } = how {
             self.admission.recording.insert(key, shape);
         }
+        if let Synthesis::Checked { recording } = how {
+            slog::info!(crate::log::job(key.job, Some(key.partition), &st.kind, None),
+                "the recording's periodic full check falls on this partition: synthesized in full and compared with it";
+                "recording_mib" => recording >> 20, "host_mib" => need >> 20);
+        }
         st.in_flight.insert(
             key.partition,
             InFlight {
@@ -279,9 +311,17 @@ impl Dispatcher {
             srs: st.spec_srs.clone(),
             opts: ProveOptions {
                 splits_on_device,
-                products_on_host: products_on_host && matches!(how, Synthesis::Recorded),
+                products_on_host: products_on_host
+                    && matches!(how, Synthesis::Recorded | Synthesis::Checked { .. }),
                 cancel: cuzk_engine::Cancel::from_flag(st.cancelled.clone()),
                 ..ProveOptions::default()
+            },
+            // On the recorded path the dispatcher decides which partition the full check falls
+            // on (it reserved its memory), not the recording cache's own count.
+            check: match how {
+                Synthesis::Recorded => Some(false),
+                Synthesis::Checked { .. } => Some(true),
+                Synthesis::Unrecorded { .. } | Synthesis::Full => None,
             },
             cancelled: st.cancelled.clone(),
             faults: self.faults.clone(),
@@ -332,5 +372,38 @@ impl Handler<Synthesized> for Dispatcher {
         }
         self.forget_if_idle(job);
         self.pump(ctx);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_partition_the_full_check_falls_on_reserves_a_second_recording_beside_its_own_need() {
+        let dims = Dims {
+            n: 1 << 27,
+            aux: 130_169_893,
+            a: 129_300_000,
+            b: 33_200_000,
+            recording: None,
+        };
+        let recording = 9_560_000_000;
+        for (splits, streams, products) in [
+            (true, true, false),
+            (true, false, false),
+            (false, false, false),
+            (false, false, true),
+        ] {
+            let own = host_need(&dims, Synthesis::Recorded, splits, streams, products);
+            let checked = host_need(
+                &dims,
+                Synthesis::Checked { recording },
+                splits,
+                streams,
+                products,
+            );
+            assert_eq!(checked, own + 2 * recording, "{splits} {streams} {products}");
+        }
     }
 }
