@@ -27,6 +27,7 @@
 mod admission;
 mod deadline;
 mod failover;
+mod host_need;
 mod placement;
 mod recordings;
 mod reports;
