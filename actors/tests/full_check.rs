@@ -86,7 +86,8 @@ fn partitions_the_full_check_falls_on_are_proved_as_the_others_with_its_memory_r
         s.in_flight == 0 && s.host.reserved == 0
     });
     assert_eq!(
-        st.host.high_water, budget,
+        st.host.high_water,
+        budget,
         "a checked partition reserves its need and the check's second recording ({own} + 2 × {})",
         rec.bytes()
     );

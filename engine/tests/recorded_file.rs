@@ -278,13 +278,20 @@ fn the_pipeline_decides_which_synthesis_is_checked_and_is_told_when_one_is_due()
     let (_, values) = record(Drifts(4), true, 0).unwrap();
     let (inputs, aux) = values.unwrap();
     assert_eq!((s.assignment.inputs, s.assignment.aux), (inputs, aux));
-    assert_eq!(cache.check_due(key, &binding), None, "counted again from the check");
+    assert_eq!(
+        cache.check_due(key, &binding),
+        None,
+        "counted again from the check"
+    );
     // A drift is caught by the check the caller asks for, whatever the count, and the decision
     // does not outlive its closure.
     let err = recorded::with_check(true, || cache.synthesize(&srs, Drifts(3), 0, &opts))
         .err()
         .unwrap();
-    assert!(matches!(err, EngineError::RecordingMismatch { .. }), "{err}");
+    assert!(
+        matches!(err, EngineError::RecordingMismatch { .. }),
+        "{err}"
+    );
     let next = cache.synthesize(&srs, Drifts(4), 0, &opts).unwrap();
     assert_eq!(next.source, Source::Memory);
 }

@@ -74,7 +74,7 @@ impl SynthesisRun {
                 None => synth(hint),
             }
             .and_then(|asg| prepare(key.partition, asg, &srs, &opts))
-                .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())
         })
         .map_err(|e| format!("synthesis: {e}"));
         let end = Instant::now();

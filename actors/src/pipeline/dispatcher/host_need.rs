@@ -65,7 +65,11 @@ mod tests {
                 streams,
                 products,
             );
-            assert_eq!(checked, own + 2 * recording, "{splits} {streams} {products}");
+            assert_eq!(
+                checked,
+                own + 2 * recording,
+                "{splits} {streams} {products}"
+            );
         }
     }
 }

@@ -75,10 +75,7 @@ mod tests {
         r.sent(0, &rec);
         assert!(r.on(0, &rec).resident);
         assert!(!r.on(1, &rec).resident, "each GPU holds its own copy");
-        assert_eq!(
-            (r.held_bytes(0), r.held_bytes(1)),
-            (rec.device_bytes(), 0)
-        );
+        assert_eq!((r.held_bytes(0), r.held_bytes(1)), (rec.device_bytes(), 0));
         r.sent(0, &rec);
         assert_eq!(r.held_bytes(0), rec.device_bytes(), "a shape counts once");
     }
