@@ -85,6 +85,22 @@ fn partitions_the_full_check_falls_on_are_proved_as_the_others_with_its_memory_r
     let st = wait_until(&engine, "every reservation released", |s| {
         s.in_flight == 0 && s.host.reserved == 0
     });
+    drop(engine);
+    // The daemon's `engine.recording_check_every` sets the cadence for the process.
+    let settings = cuzk_actors::daemon::settings::Settings::load_with_env(
+        None,
+        [
+            ("CUZK_ENGINE__BACKEND".to_string(), "cpu".to_string()),
+            (
+                "CUZK_ENGINE__RECORDING_CHECK_EVERY".to_string(),
+                "7".to_string(),
+            ),
+        ],
+    )
+    .unwrap();
+    let (configured, _) = Engine::from_settings(&settings, None).unwrap();
+    assert_eq!(cache.options().check_every, 7);
+    drop(configured);
     assert_eq!(
         st.host.high_water,
         budget,

@@ -90,6 +90,8 @@ pub struct EngineSection {
     pub host_reserve_mib: u64,
     pub timeline_spans: usize,
     pub synth_threads: usize,
+    /// The recording's periodic full check: every this many partitions of a shape (0 = never).
+    pub recording_check_every: u64,
     pub pin_chunk_mib: u64,
     pub srs_residency: Residency,
     pub gpu_wait: GpuWait,
@@ -368,6 +370,12 @@ impl Engine {
     ) -> Result<(Engine, String), EngineError> {
         let e = &settings.engine;
         cuzk_engine::gpu::device::set_blocking_waits(e.gpu_wait == GpuWait::Block);
+        // The recorded path's options are the process's (`RecordingCache::global`).
+        let cache = cuzk_engine::recorded::RecordingCache::global();
+        cache.set_options(cuzk_engine::recorded::RecordOptions {
+            check_every: e.recording_check_every,
+            ..cache.options()
+        });
         let mut dev = devices::open_on(
             e.backend,
             e.srs_residency,
@@ -406,6 +414,10 @@ mod tests {
         assert_eq!(
             (d.engine.gpu_wait, cfg.timeline_spans),
             (GpuWait::Block, crate::pipeline::timeline::MAX_SPANS)
+        );
+        assert_eq!(
+            d.engine.recording_check_every,
+            cuzk_engine::recorded::RecordOptions::default().check_every
         );
 
         let dir = tempfile::tempdir().unwrap();
