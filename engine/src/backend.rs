@@ -20,6 +20,7 @@ use cuzk_srs::Srs;
 
 use crate::cancel::Cancel;
 use crate::error::EngineError;
+use crate::gather::{gather_points, Gather};
 use crate::prover::{Prepared, Split, Sums};
 use crate::timings::Timings;
 
@@ -116,9 +117,24 @@ pub fn run_steps<B: Backend + ?Sized>(
     let h = msm_chunked(srs.h(), &h_coeffs, chunk_g1, &cancel, |x, y| b.msm_g1(x, y))?;
     drop(h_coeffs);
     t.step("ntt_msm_h", start);
+    // The streamed tier gathers each query's nonzero points (`gather.rs`) where that pays, as
+    // the GPU's does: the same chunks here, so its proofs are checked on the host.
+    let gathered = |split: &Split| stream.is_some() && Gather::of(split).pays();
     let g1 =
         |bases: &[G1Affine], split: &Split, t: &mut Timings| -> Result<G1Projective, EngineError> {
             let start = Instant::now();
+            if gathered(split) {
+                let acc = gathered_msm(
+                    bases,
+                    split,
+                    chunk_g1,
+                    &cancel,
+                    |x, y| b.msm_g1(x, y),
+                    |x, y| b.batch_add_g1(x, y),
+                )?;
+                t.step("tail_msm", start);
+                return Ok(acc);
+            }
             let mut acc =
                 msm_chunked(bases, &split.tail, chunk_g1, &cancel, |x, y| b.msm_g1(x, y))?;
             t.step("tail_msm", start);
@@ -135,11 +151,22 @@ pub fn run_steps<B: Backend + ?Sized>(
     let a = g1(srs.a(), &a_query, t)?;
     let b_g1 = g1(srs.b_g1(), &b_query, t)?;
     let start = Instant::now();
-    let mut b_g2: G2Projective =
+    let b_g2_gathered = gathered(&b_query);
+    let mut b_g2: G2Projective = if b_g2_gathered {
+        gathered_msm(
+            srs.b_g2(),
+            &b_query,
+            chunk_g2,
+            &cancel,
+            |x, y| b.msm_g2(x, y),
+            |x, y| b.batch_add_g2(x, y),
+        )?
+    } else {
         msm_chunked(srs.b_g2(), &b_query.tail, chunk_g2, &cancel, |x, y| {
             b.msm_g2(x, y)
-        })?;
-    if b_query.ones.count_ones() > 0 {
+        })?
+    };
+    if !b_g2_gathered && b_query.ones.count_ones() > 0 {
         b_g2 += batch_add_chunked(
             srs.b_g2(),
             b_query.ones.words(),
@@ -157,6 +184,56 @@ pub fn run_steps<B: Backend + ?Sized>(
         b_g1,
         b_g2,
     })
+}
+
+/// A query's MSM (its tail's MSM plus its ones' batch addition) over gathered chunks of at most
+/// `capacity` points (`gather.rs`): each chunk's nonzero-tail bases with their packed scalars,
+/// and its ones' bases with every bit set. The same point as the whole MSM.
+pub fn gathered_msm<P: Copy + Send + Sync, G: std::ops::AddAssign + group::Group>(
+    bases: &[P],
+    split: &Split,
+    capacity: usize,
+    cancel: &Cancel,
+    msm: impl Fn(&[P], &[Scalar]) -> Result<G, EngineError>,
+    add: impl Fn(&[P], &Bitmap) -> Result<G, EngineError>,
+) -> Result<G, EngineError> {
+    cancel.check()?;
+    if bases.len() != split.len() {
+        return Err(EngineError::Other(format!(
+            "gathered MSM: {} bases for {} scalars",
+            bases.len(),
+            split.len()
+        )));
+    }
+    let g = Gather::of(split);
+    let packed = Gather::packed_tail(split);
+    let mut acc = G::identity();
+    for c in g.chunks(capacity) {
+        cancel.check()?;
+        let idx = g.indices(split, &c).ok_or_else(|| {
+            EngineError::Other("gathered MSM: the split is not the one counted".into())
+        })?;
+        let points = gather_points(bases, &idx);
+        if c.tail > 0 {
+            let scalars = &packed[c.tail_before..c.tail_before + c.tail];
+            acc += msm(&points[..c.tail], scalars)?;
+        }
+        if c.ones > 0 {
+            acc += add(&points[c.tail..], &all_ones(c.ones))?;
+        }
+    }
+    Ok(acc)
+}
+
+/// A bitmap of `n` set bits (the bits past `n` in its last word clear).
+pub fn all_ones(n: usize) -> Vec<u64> {
+    let mut w = vec![u64::MAX; n.div_ceil(64)];
+    if !n.is_multiple_of(64) {
+        if let Some(last) = w.last_mut() {
+            *last = (1u64 << (n % 64)) - 1;
+        }
+    }
+    w
 }
 
 /// An MSM over bases in chunks of `chunk` points (the small-memory tier streams bases this way;

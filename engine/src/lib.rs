@@ -18,6 +18,7 @@ pub mod density;
 pub mod error;
 pub mod fft;
 pub mod fixed_base;
+pub mod gather;
 pub mod gpu;
 pub mod pipeline;
 pub mod prover;

@@ -2,6 +2,7 @@
 # One device call for issue 35 (a GPU machine without cargo): the streamed tier's GPU test, then
 # the 32 GiB PoRep VRAM sweep (porep-full.sh with VRAM_SWEEP) under a cgroup memory.max, with a
 # host budget that keeps the partitions within ~36 GiB beside the parameters and the recording.
+# CHECK_EVERY sets engine.recording_check_every (default 64; 0: no periodic full check).
 #   BUNDLE/porep-sweep-run.sh BUNDLE OUT [COUNT] [CONCURRENCY]     (SWEEP=16384,0 by default)
 set -uo pipefail
 bundle=$(cd "${1:?usage: porep-sweep-run.sh BUNDLE OUT}" && pwd)
@@ -17,6 +18,7 @@ fi
 cat >"$out/bench.toml" <<CONF
 [engine]
 host_budget_mib = ${HOST_BUDGET_MIB:-36864}
+recording_check_every = ${CHECK_EVERY:-64}
 CONF
 echo "== sweep ${SWEEP:-16384,0} count=${3:-2} j=${4:-2}"
 VRAM_SWEEP=${SWEEP:-16384,0} MEMORY_MAX=${MEMORY_MAX:-100G} \

@@ -18,11 +18,13 @@ pub mod ntt;
 pub mod nvrtc;
 pub mod points;
 pub mod pool;
+mod ring;
 pub mod sources;
 pub mod spmv;
 pub mod staged;
 pub mod stream_plan;
 pub mod streamed;
+pub mod streamed_gather;
 pub mod streamed_products;
 
 pub use backend::GpuBackend;

@@ -90,7 +90,7 @@ pub struct PipelinedGpu {
     /// The streamed tier's copy stream (`streamed.rs`) and its page-locked copy ring, made on
     /// first use.
     pub(super) stream_copy: GpuDevice,
-    pub(super) ring: Mutex<Option<super::streamed::Ring>>,
+    pub(super) ring: Mutex<Option<super::ring::Ring>>,
     /// The collector's stream, for reading sums back while the kernel stream goes on.
     readback: GpuDevice,
 }

@@ -24,15 +24,15 @@ use cudarc::driver::CudaEvent;
 use group::Group;
 
 use super::batch_add::{batch_add_at, read_sum};
-use super::buf::{DevBuf, PinnedBuf};
+use super::buf::DevBuf;
 use super::h::compute_h_device;
 use super::msm::{MsmPlan, QueuedMsm};
 use super::points::{g1_from_xyzz, g2_from_xyzz, Curve};
+use super::ring::Ring;
 use super::spmv::{DeviceRecording, DeviceSplit};
 use super::stream_plan::StreamTier;
 use super::{as_bytes, backend_err, GpuDevice, PipelinedGpu, Result};
 use crate::backend::Backend;
-use crate::pipeline::parallel_copy;
 use crate::prover::{splits, unsatisfied, Prepared, Split, Sums};
 use crate::timings::Timings;
 use cuzk_srs::Srs;
@@ -91,93 +91,11 @@ impl Busy {
     }
 }
 
-/// Buffers in the ring, and the bytes of each.
-const RING_BUFS: usize = 4;
-const RING_BYTES: usize = 32 << 20;
-
-/// Page-locked host buffers, used in turn for host-to-device copies (`busy[i]`: the copy still
-/// reading buffer `i`).
-pub(super) struct Ring {
-    bufs: Vec<PinnedBuf>,
-    busy: Vec<Option<CudaEvent>>,
-    next: usize,
-    /// Bytes uploaded through the ring since the counter was last taken.
-    moved: u64,
-}
-
-impl Ring {
-    pub(super) fn new(dev: &GpuDevice) -> Result<Ring> {
-        let bufs = (0..RING_BUFS)
-            .map(|_| dev.alloc_pinned(RING_BYTES, "the streamed tier's copy ring"))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Ring {
-            busy: (0..bufs.len()).map(|_| None).collect(),
-            bufs,
-            next: 0,
-            moved: 0,
-        })
-    }
-
-    /// Queues the copy of `src` to byte `at` of `dst` on `copy`, piece by piece through the ring.
-    pub(super) fn upload(
-        &mut self,
-        copy: &GpuDevice,
-        dst: &mut DevBuf,
-        at: usize,
-        src: &[u8],
-        what: &str,
-    ) -> Result<()> {
-        if at + src.len() > dst.len() {
-            return Err(backend_err(format!(
-                "upload of {what}: {} bytes at {at} exceed the buffer's {}",
-                src.len(),
-                dst.len()
-            )));
-        }
-        let threads = copy_threads();
-        self.moved += src.len() as u64;
-        for (k, piece) in src.chunks(RING_BYTES).enumerate() {
-            let i = self.next % self.bufs.len();
-            self.next += 1;
-            if let Some(ev) = self.busy[i].take() {
-                ev.synchronize().map_err(|e| {
-                    backend_err(format!(
-                        "upload of {what}: waiting for ring buffer {i}: {e:?}"
-                    ))
-                })?;
-            }
-            let host = &mut self.bufs[i].as_mut_slice()?[..piece.len()];
-            parallel_copy(host, piece, threads);
-            let off = at + k * RING_BYTES;
-            copy.upload_into(dst, off, host, what)?;
-            self.busy[i] = Some(copy.mark()?);
-        }
-        Ok(())
-    }
-
-    /// Waits for every copy still reading the ring.
-    fn drain(&mut self) -> Result<()> {
-        for ev in self.busy.iter_mut().filter_map(Option::take) {
-            ev.synchronize()
-                .map_err(|e| backend_err(format!("waiting for the copy ring: {e:?}")))?;
-        }
-        Ok(())
-    }
-}
-
-/// Host threads that fill a ring buffer.
-fn copy_threads() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get() / 4)
-        .unwrap_or(1)
-        .clamp(1, 4)
-}
-
 /// One query's results still on the device: each chunk's MSM and batch addition.
 #[derive(Default)]
-struct Pieces {
-    msms: Vec<QueuedMsm>,
-    ones: Vec<DevBuf>,
+pub(super) struct Pieces {
+    pub(super) msms: Vec<QueuedMsm>,
+    pub(super) ones: Vec<DevBuf>,
 }
 
 impl Pieces {
@@ -333,6 +251,14 @@ impl PipelinedGpu {
             live: None,
         };
         let h_bases = resident.as_ref().map(|r| &r.h);
+        // With the bases streamed, the queries gather their bases (`streamed_gather.rs`) from
+        // splits built on the host, beside the H-MSM, rather than on the device.
+        let host_built = !tier.resident_bases && super::streamed_gather::enabled();
+        if host_built {
+            if let Some((w, _)) = on_device.take() {
+                self.free_after_kernels(vec![w])?;
+            }
+        }
         let (h, host_splits, built) = match on_device.take() {
             Some((w, dr)) => {
                 // The recording resident: the H-MSM, then the queries' scalars built from the
@@ -377,54 +303,59 @@ impl PipelinedGpu {
         // 3. The queries, one after another: scalars uploaded just before (or built on the
         //    device), freed after.
         let start = Instant::now();
-        let [mut dl, mut da, mut db] = built;
+        let [dl, da, db] = built;
         let host = host_splits.as_ref();
         let rb = resident.as_ref();
-        let ls = self.query(ring, &mut dl, host.map(|h| &h.0), "l scalars")?;
-        check("l", srs.l().len(), ls.n)?;
-        let lp = self.msm_streamed(
+        let chunks = (tier.chunk, tier.pinned_bases);
+        let mut b_packed = None;
+        let lp = self.query_msm(
             ring,
             &mut busy,
-            Curve::G1,
-            as_bytes(srs.l()),
-            rb.map(|r| &r.l),
-            &ls,
-            (tier.chunk, tier.pinned_bases),
+            (Curve::G1, as_bytes(srs.l()), rb.map(|r| &r.l)),
+            dl,
+            host.map(|h| &h.0),
+            chunks,
+            &mut None,
+            "l",
         )?;
-        self.free_scalars(ls)?;
-        let aqs = self.query(ring, &mut da, host.map(|h| &h.1), "a scalars")?;
-        check("a", srs.a().len(), aqs.n)?;
-        let ap = self.msm_streamed(
+        let ap = self.query_msm(
             ring,
             &mut busy,
-            Curve::G1,
-            as_bytes(srs.a()),
-            rb.map(|r| &r.a),
-            &aqs,
-            (tier.chunk, tier.pinned_bases),
+            (Curve::G1, as_bytes(srs.a()), rb.map(|r| &r.a)),
+            da,
+            host.map(|h| &h.1),
+            chunks,
+            &mut None,
+            "a",
         )?;
-        self.free_scalars(aqs)?;
-        let bqs = self.query(ring, &mut db, host.map(|h| &h.2), "b scalars")?;
-        check("b", srs.b_g1().len(), bqs.n)?;
-        let bp = self.msm_streamed(
+        // b's scalars serve b_g1 and b_g2: built or uploaded once, freed after b_g2.
+        let mut bqs = db;
+        let bp = self.query_msm_kept(
             ring,
             &mut busy,
-            Curve::G1,
-            as_bytes(srs.b_g1()),
-            rb.map(|r| &r.b_g1),
-            &bqs,
-            (tier.chunk, tier.pinned_bases),
+            (Curve::G1, as_bytes(srs.b_g1()), rb.map(|r| &r.b_g1)),
+            &mut bqs,
+            host.map(|h| &h.2),
+            chunks,
+            &mut b_packed,
+            "b",
         )?;
-        let b2p = self.msm_streamed(
+        let b2p = self.query_msm_kept(
             ring,
             &mut busy,
-            Curve::G2,
-            as_bytes(srs.b_g2()),
-            rb.map(|r| &r.b_g2),
-            &bqs,
+            (Curve::G2, as_bytes(srs.b_g2()), rb.map(|r| &r.b_g2)),
+            &mut bqs,
+            host.map(|h| &h.2),
             (tier.chunk_g2, tier.pinned_bases),
+            &mut b_packed,
+            "b",
         )?;
-        self.free_scalars(bqs)?;
+        if let Some(s) = bqs {
+            self.free_scalars(s)?;
+        }
+        if let Some(p) = b_packed {
+            self.free_after_kernels(vec![p])?;
+        }
         ring.drain()?;
         dev.sync("the streamed partition's kernels")?;
         t.step("tail_msm", start);
@@ -613,17 +544,70 @@ impl PipelinedGpu {
         })
     }
 
-    /// A query's scalars: those built on the device (`built`), else the host split uploaded.
+    /// One query's MSM, its scalars freed after ([`Self::query_msm_kept`]).
+    #[allow(clippy::too_many_arguments)]
+    fn query_msm(
+        &self,
+        ring: &mut Ring,
+        busy: &mut Busy,
+        bases: (Curve, &[u8], Option<&DevBuf>),
+        built: Option<Scalars>,
+        host: Option<&Split>,
+        chunks: (u64, bool),
+        packed: &mut Option<DevBuf>,
+        what: &str,
+    ) -> Result<Pieces> {
+        let mut kept = built;
+        let out = self.query_msm_kept(ring, busy, bases, &mut kept, host, chunks, packed, what)?;
+        if let Some(s) = kept {
+            self.free_scalars(s)?;
+        }
+        if let Some(p) = packed.take() {
+            self.free_after_kernels(vec![p])?;
+        }
+        Ok(out)
+    }
+
+    /// One query's MSM against its bases (`(curve, host bases, resident copy)`): over the
+    /// gathered bases (`streamed_gather.rs`) where they stream from the host, the split is the
+    /// host's and gathering pays (the packed tail scalars left in `packed`); else over every
+    /// base, with the scalars built on the device or uploaded (left in `kept`).
+    #[allow(clippy::too_many_arguments)]
+    fn query_msm_kept<'h>(
+        &self,
+        ring: &mut Ring,
+        busy: &mut Busy,
+        (curve, host_bases, resident): (Curve, &[u8], Option<&DevBuf>),
+        kept: &mut Option<Scalars<'h>>,
+        host: Option<&'h Split>,
+        (chunk, pinned): (u64, bool),
+        packed: &mut Option<DevBuf>,
+        what: &str,
+    ) -> Result<Pieces> {
+        let bases = host_bases.len() / curve.affine_bytes();
+        if let (None, None, Some(split)) = (resident, kept.as_ref(), host) {
+            check(what, bases, split.len() as u64)?;
+            if let Some(g) = super::streamed_gather::plan(split) {
+                return self.msm_gathered(ring, busy, curve, host_bases, split, &g, packed, chunk);
+            }
+        }
+        let s = match kept.take() {
+            Some(s) => s,
+            None => self.query(ring, host, &format!("{what} scalars"))?,
+        };
+        check(what, bases, s.n)?;
+        let out = self.msm_streamed(ring, busy, curve, host_bases, resident, &s, (chunk, pinned));
+        *kept = Some(s);
+        out
+    }
+
+    /// A query's host split uploaded (its scalars were not built on the device).
     fn query<'h>(
         &self,
         ring: &mut Ring,
-        built: &mut Option<Scalars<'h>>,
         host: Option<&'h Split>,
         what: &str,
     ) -> Result<Scalars<'h>> {
-        if let Some(s) = built.take() {
-            return Ok(s);
-        }
         match host {
             Some(split) => self.upload_query(ring, split, what),
             None => Err(backend_err(format!(

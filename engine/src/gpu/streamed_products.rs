@@ -19,7 +19,8 @@ use ff::Field;
 
 use super::buf::DevBuf;
 use super::h::{self, HDomain};
-use super::streamed::{Busy, Ring};
+use super::ring::Ring;
+use super::streamed::Busy;
 use super::{as_bytes, as_bytes_mut, backend_err, PipelinedGpu, Result};
 use crate::prover::{unsatisfied, Recorded};
 use crate::recorded::{coeff, Recording};

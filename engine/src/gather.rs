@@ -1,0 +1,388 @@
+//! Gathered bases: a query's MSM in the streamed tier reads only the bases whose scalar is not
+//! zero. Of a [`Split`]'s points, the tail's nonzero scalars (~1 % of a PoRep witness) go to an
+//! MSM and the ones (about half of it: SHA-256's bits) to a batch addition; the zeros add nothing,
+//! so their bases need not cross PCIe at all, and neither do the tail's zeros.
+//!
+//! A query is cut into chunks of at most `capacity` gathered points ([`Gather::chunks`]): whole
+//! 64-point blocks, in order. A chunk's gathered points ([`Gather::indices`]) are its nonzero-tail
+//! points first, then its ones: its bases are packed the same way, its MSM reads the first part
+//! with the packed tail scalars (`packed[tail_before..tail_before + tail]`: the tail's nonzero
+//! scalars in index order, [`Gather::packed_tail`]), and its batch addition the second part with
+//! every bit set. The sum over the chunks is the query's MSM: the same point.
+//!
+//! Host code only: the GPU's streamed tier (`gpu/streamed.rs`) fills its copy ring with
+//! [`gather_bytes`], and the host backend (`backend::run_steps`) runs the same chunks, so the
+//! plan's proofs are checked byte for byte on the CPU.
+
+use std::ops::Range;
+
+use blstrs::Scalar;
+use ff::Field;
+use rayon::prelude::*;
+
+use crate::prover::Split;
+
+/// Points per block: a word of the ones bitmap.
+pub const BLOCK: usize = 64;
+
+/// Blocks per piece of the parallel index walk.
+const PIECE_BLOCKS: usize = 1 << 10;
+
+/// Gather only where at most this share of a query's points is gathered: above it the packed
+/// copies on the host cost more than the bytes they save.
+pub const MAX_SHARE: f64 = 0.75;
+
+/// Per block of a split: how many of its tail scalars are nonzero, and how many ones it has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gather {
+    tail: Vec<u8>,
+    ones: Vec<u8>,
+    n: usize,
+    /// The tail's nonzero scalars, and the ones, over the whole split.
+    pub tail_total: usize,
+    pub ones_total: usize,
+}
+
+/// One chunk of a gathered query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GatherChunk {
+    /// Its blocks (points `64 * start .. 64 * end`, the last clipped to the split).
+    pub blocks: Range<usize>,
+    /// Its nonzero tail scalars and its ones.
+    pub tail: usize,
+    pub ones: usize,
+    /// Nonzero tail scalars before its first block: where its MSM's scalars start in the packed
+    /// tail.
+    pub tail_before: usize,
+}
+
+impl GatherChunk {
+    /// Points gathered: its bases, packed.
+    pub fn points(&self) -> usize {
+        self.tail + self.ones
+    }
+}
+
+fn word(split: &Split, block: usize) -> u64 {
+    let w = split.ones.words().get(block).copied().unwrap_or(0);
+    let n = split.len();
+    let end = (block + 1) * BLOCK;
+    if end > n {
+        let keep = n.saturating_sub(block * BLOCK);
+        if keep == 0 {
+            return 0;
+        }
+        return w & ((1u64 << keep) - 1);
+    }
+    w
+}
+
+impl Gather {
+    /// Counts `split`'s blocks (in parallel).
+    pub fn of(split: &Split) -> Gather {
+        let n = split.len();
+        let (tail, ones): (Vec<u8>, Vec<u8>) = split
+            .tail
+            .par_chunks(BLOCK)
+            .with_min_len(256)
+            .enumerate()
+            .map(|(b, s)| {
+                let t = s.iter().filter(|x| !bool::from(x.is_zero())).count() as u8;
+                (t, word(split, b).count_ones() as u8)
+            })
+            .unzip();
+        let tail_total = tail.iter().map(|&t| t as usize).sum();
+        let ones_total = ones.iter().map(|&o| o as usize).sum();
+        Gather {
+            tail,
+            ones,
+            n,
+            tail_total,
+            ones_total,
+        }
+    }
+
+    /// Points of the split.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// Points gathered over the whole split.
+    pub fn points(&self) -> usize {
+        self.tail_total + self.ones_total
+    }
+
+    /// The share of the split's points that is gathered (0 for an empty split).
+    pub fn share(&self) -> f64 {
+        if self.n == 0 {
+            0.0
+        } else {
+            self.points() as f64 / self.n as f64
+        }
+    }
+
+    /// Whether gathering pays: at most [`MAX_SHARE`] of the points are gathered (and the points
+    /// are indexed by `u32`).
+    pub fn pays(&self) -> bool {
+        self.share() <= MAX_SHARE && u32::try_from(self.n).is_ok()
+    }
+
+    /// The chunks of at most `capacity` gathered points (raised to two blocks' worth: a block
+    /// may hold 128 where a split has a one and a nonzero tail at one point), whole blocks in
+    /// order; chunks that gather nothing are left out.
+    pub fn chunks(&self, capacity: usize) -> Vec<GatherChunk> {
+        let capacity = capacity.max(2 * BLOCK);
+        let mut out = Vec::new();
+        let mut cur = GatherChunk {
+            blocks: 0..0,
+            tail: 0,
+            ones: 0,
+            tail_before: 0,
+        };
+        for (b, (&t, &o)) in self.tail.iter().zip(&self.ones).enumerate() {
+            let (t, o) = (t as usize, o as usize);
+            if cur.points() + t + o > capacity {
+                let next_before = cur.tail_before + cur.tail;
+                out.push(std::mem::replace(
+                    &mut cur,
+                    GatherChunk {
+                        blocks: b..b,
+                        tail: 0,
+                        ones: 0,
+                        tail_before: next_before,
+                    },
+                ));
+            }
+            cur.blocks.end = b + 1;
+            cur.tail += t;
+            cur.ones += o;
+        }
+        out.push(cur);
+        out.retain(|c| c.points() > 0);
+        out
+    }
+
+    /// The points of `chunk` (a chunk of this split's), in the order their bases are packed:
+    /// the nonzero-tail points in order, then the ones in order. Each piece of blocks writes its
+    /// own range, found from the blocks' counts; `None` where `split` is not the one counted.
+    pub fn indices(&self, split: &Split, chunk: &GatherChunk) -> Option<Vec<u32>> {
+        if split.len() != self.n || chunk.blocks.end > self.tail.len() {
+            return None;
+        }
+        let pieces: Vec<Range<usize>> = chunk
+            .blocks
+            .clone()
+            .step_by(PIECE_BLOCKS)
+            .map(|b0| b0..(b0 + PIECE_BLOCKS).min(chunk.blocks.end))
+            .collect();
+        let sum = |v: &[u8], r: &Range<usize>| v[r.clone()].iter().map(|&x| x as usize).sum();
+        let mut out = vec![0u32; chunk.points()];
+        let (tail_part, ones_part) = out.split_at_mut(chunk.tail.min(chunk.points()));
+        let tcounts: Vec<usize> = pieces.iter().map(|r| sum(&self.tail, r)).collect();
+        let ocounts: Vec<usize> = pieces.iter().map(|r| sum(&self.ones, r)).collect();
+        let ts = cut(tail_part, &tcounts)?;
+        let os = cut(ones_part, &ocounts)?;
+        let n = self.n;
+        let complete = pieces.into_par_iter().zip(ts).zip(os).all(|((r, ts), os)| {
+            let (want_t, want_o) = (ts.len(), os.len());
+            let (mut t, mut o) = (0, 0);
+            for b in r {
+                if self.tail[b] > 0 {
+                    let lo = b * BLOCK;
+                    for i in lo..(lo + BLOCK).min(n) {
+                        if !bool::from(split.tail[i].is_zero()) {
+                            match ts.get_mut(t) {
+                                Some(slot) => *slot = i as u32,
+                                None => return false,
+                            }
+                            t += 1;
+                        }
+                    }
+                }
+                let mut w = word(split, b);
+                while w != 0 {
+                    match os.get_mut(o) {
+                        Some(slot) => *slot = (b * BLOCK) as u32 + w.trailing_zeros(),
+                        None => return false,
+                    }
+                    o += 1;
+                    w &= w - 1;
+                }
+            }
+            t == want_t && o == want_o
+        });
+        complete.then_some(out)
+    }
+
+    /// The tail's nonzero scalars in index order: the MSMs' packed scalars.
+    pub fn packed_tail(split: &Split) -> Vec<Scalar> {
+        split
+            .tail
+            .par_iter()
+            .with_min_len(1 << 14)
+            .filter(|s| !bool::from(s.is_zero()))
+            .copied()
+            .collect()
+    }
+}
+
+/// `rest` cut into consecutive slices of `counts` elements, which must tile it.
+fn cut<'a>(mut rest: &'a mut [u32], counts: &[usize]) -> Option<Vec<&'a mut [u32]>> {
+    let mut parts = Vec::with_capacity(counts.len());
+    for &k in counts {
+        if k > rest.len() {
+            return None;
+        }
+        let (head, tail) = rest.split_at_mut(k);
+        parts.push(head);
+        rest = tail;
+    }
+    rest.is_empty().then_some(parts)
+}
+
+/// Copies element `idx[k]` of `src` (elements of `elem` bytes) to element `k` of `out`, on up
+/// to `threads` threads. `out` holds exactly `idx.len()` elements.
+pub fn gather_bytes(out: &mut [u8], src: &[u8], elem: usize, idx: &[u32], threads: usize) {
+    debug_assert_eq!(out.len(), idx.len() * elem);
+    let copy = |out: &mut [u8], idx: &[u32]| {
+        for (d, &i) in out.chunks_exact_mut(elem).zip(idx) {
+            let i = i as usize;
+            d.copy_from_slice(&src[i * elem..(i + 1) * elem]);
+        }
+    };
+    const MIN: usize = 1 << 14;
+    let parts = threads.clamp(1, 16).min(idx.len().div_ceil(MIN)).max(1);
+    if parts == 1 {
+        copy(out, idx);
+        return;
+    }
+    let step = idx.len().div_ceil(parts);
+    std::thread::scope(|sc| {
+        for (d, i) in out.chunks_mut(step * elem).zip(idx.chunks(step)) {
+            sc.spawn(move || copy(d, i));
+        }
+    });
+}
+
+/// `v[idx[k]]` for every `k`: a chunk's gathered points (the host backend's packed bases).
+pub fn gather_points<T: Copy + Send + Sync>(v: &[T], idx: &[u32]) -> Vec<T> {
+    idx.par_iter()
+        .with_min_len(1 << 12)
+        .map(|&i| v[i as usize])
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::density::BitVec;
+    use rand::{Rng, SeedableRng};
+
+    /// A split of `n` points: zeros, ones and others in the given shares.
+    fn split(n: usize, ones: f64, others: f64, seed: u64) -> Split {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let v: Vec<Scalar> = (0..n)
+            .map(|_| {
+                let x: f64 = rng.gen();
+                if x < ones {
+                    Scalar::ONE
+                } else if x < ones + others {
+                    Scalar::random(&mut rng)
+                } else {
+                    Scalar::ZERO
+                }
+            })
+            .collect();
+        Split::new(v)
+    }
+
+    #[test]
+    fn every_nonzero_point_is_gathered_once_in_chunks_within_capacity() {
+        for (n, ones, others, cap) in [
+            (10_000, 0.5, 0.01, 1000),
+            (4097, 0.0, 0.3, 128),
+            (64 * 50, 1.0, 0.0, 640),
+            (777, 0.0, 0.0, 256),
+            (1, 0.0, 1.0, 1),
+        ] {
+            let s = split(n, ones, others, n as u64);
+            let g = Gather::of(&s);
+            assert_eq!(g.ones_total, s.ones.count_ones());
+            assert_eq!(g.tail_total, Gather::packed_tail(&s).len());
+            let chunks = g.chunks(cap);
+            let mut seen = BitVec::zeros(n);
+            let mut tail_before = 0;
+            let mut last_block = 0;
+            for c in &chunks {
+                assert!(c.points() <= cap.max(128), "{c:?} over {cap}");
+                assert!(c.blocks.start >= last_block, "chunks in order");
+                last_block = c.blocks.end;
+                assert_eq!(c.tail_before, tail_before);
+                tail_before += c.tail;
+                let idx = g.indices(&s, c).expect("the split counted");
+                assert_eq!(idx.len(), c.points());
+                for (k, &i) in idx.iter().enumerate() {
+                    let i = i as usize;
+                    assert!(c.blocks.contains(&(i / BLOCK)), "{i} outside {c:?}");
+                    assert!(!seen.get(i), "{i} gathered twice");
+                    seen.set(i);
+                    if k < c.tail {
+                        assert!(
+                            !bool::from(s.tail[i].is_zero()),
+                            "{i}: a zero in the tail part"
+                        );
+                    } else {
+                        assert!(s.ones.get(i), "{i}: not a one in the ones part");
+                    }
+                }
+                assert!(idx[..c.tail].windows(2).all(|w| w[0] < w[1]));
+                assert!(idx[c.tail..].windows(2).all(|w| w[0] < w[1]));
+            }
+            assert_eq!(tail_before, g.tail_total);
+            for i in 0..n {
+                let nonzero = s.ones.get(i) || !bool::from(s.tail[i].is_zero());
+                assert_eq!(seen.get(i), nonzero, "point {i} of {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn indices_of_another_split_are_refused() {
+        let s = split(1000, 0.5, 0.1, 5);
+        let g = Gather::of(&s);
+        let c = &g.chunks(10_000)[0];
+        assert!(
+            g.indices(&split(999, 0.5, 0.1, 5), c).is_none(),
+            "another length"
+        );
+        assert!(
+            g.indices(&split(1000, 0.2, 0.1, 6), c).is_none(),
+            "other counts"
+        );
+    }
+
+    #[test]
+    fn the_share_decides_whether_gathering_pays() {
+        assert!(Gather::of(&split(6400, 0.5, 0.01, 1)).pays());
+        assert!(!Gather::of(&split(6400, 0.5, 0.4, 2)).pays());
+        assert!(Gather::of(&Split::default()).pays());
+    }
+
+    #[test]
+    fn gathered_bytes_are_the_indexed_elements() {
+        let src: Vec<u8> = (0..96 * 60_000).map(|i| (i % 253) as u8).collect();
+        let idx: Vec<u32> = (0..60_000).rev().step_by(2).collect();
+        for threads in [1, 3, 16] {
+            let mut out = vec![0u8; idx.len() * 96];
+            gather_bytes(&mut out, &src, 96, &idx, threads);
+            for (k, &i) in idx.iter().enumerate() {
+                let i = i as usize;
+                assert_eq!(out[k * 96..(k + 1) * 96], src[i * 96..(i + 1) * 96]);
+            }
+        }
+    }
+}

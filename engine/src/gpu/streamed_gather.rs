@@ -1,0 +1,166 @@
+//! The streamed tier's gathered query MSMs (`gather.rs`): where a query's bases stream from the
+//! host, only those whose scalar is not zero cross PCIe. Per chunk of gathered points, the host
+//! packs the nonzero-tail points' bases, then the ones', into the copy ring; the tail's nonzero
+//! scalars go to one packed device buffer beside them (uploaded by the query's first MSM and read
+//! by the next: `b`'s serve `b_g1` and `b_g2`). Each chunk's MSM reads the first part of its
+//! buffer, its batch addition the second with a bitmap of set bits; the copy of chunk k+1
+//! overlaps chunk k's kernels, as in `msm_streamed`.
+//!
+//! `CUZK_STREAM_GATHER=0` turns it off (every query streams all its bases, as before).
+
+use std::sync::OnceLock;
+
+use cudarc::driver::CudaEvent;
+
+use super::batch_add::batch_add_at;
+use super::buf::DevBuf;
+use super::msm::{MsmPlan, QueuedMsm};
+use super::points::Curve;
+use super::ring::Ring;
+use super::streamed::{Busy, Pieces};
+use super::{as_bytes, backend_err, PipelinedGpu, Result};
+use crate::backend::all_ones;
+use crate::gather::{gather_bytes, Gather};
+use crate::prover::Split;
+
+/// Whether the streamed tier gathers its queries' bases (`CUZK_STREAM_GATHER`, on by default).
+pub fn enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("CUZK_STREAM_GATHER").map_or(true, |v| v.trim() != "0"))
+}
+
+/// A query's gather plan, where it pays (its share of nonzero points is small enough) and the
+/// switch is on.
+pub(super) fn plan(split: &Split) -> Option<Gather> {
+    if !enabled() {
+        return None;
+    }
+    let g = Gather::of(split);
+    g.pays().then_some(g)
+}
+
+/// Host threads that pack a ring buffer: a gather reads scattered points, so more than a copy's.
+fn gather_threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get() / 2)
+        .unwrap_or(1)
+        .clamp(1, 8)
+}
+
+impl PipelinedGpu {
+    /// The MSM of `split` (its tail's MSM and its ones' batch addition) against `host_bases`,
+    /// gathered by `g` in chunks of at most `capacity` points. `packed`: the query's packed tail
+    /// scalars on the device, uploaded here where `None` (then kept for the query's next MSM).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn msm_gathered(
+        &self,
+        ring: &mut Ring,
+        busy: &mut Busy,
+        curve: Curve,
+        host_bases: &[u8],
+        split: &Split,
+        g: &Gather,
+        packed: &mut Option<DevBuf>,
+        capacity: u64,
+    ) -> Result<Pieces> {
+        let dev = &self.kernels;
+        let cp = &self.stream_copy;
+        let affine = curve.affine_bytes();
+        let n = split.len();
+        if host_bases.len() != n * affine || g.len() != n {
+            return Err(backend_err(format!(
+                "gathered MSM: {} bytes of bases, a plan of {} points, for {n} scalars",
+                host_bases.len(),
+                g.len()
+            )));
+        }
+        let mut out = Pieces::default();
+        let chunks = g.chunks(capacity as usize);
+        let Some(most) = chunks.iter().map(|c| c.points()).max() else {
+            return Ok(out);
+        };
+        let upload_scalars = packed.is_none();
+        if upload_scalars {
+            *packed = Some(cp.alloc(32 * g.tail_total.max(1), "gathered tail scalars")?);
+        }
+        let scalars = packed
+            .as_mut()
+            .ok_or_else(|| backend_err("gathered tail scalars missing"))?;
+        let ones = chunks.iter().map(|c| c.ones).max().unwrap_or(0);
+        let set = all_ones(ones.max(1));
+        let mut bits = cp.alloc(8 * set.len(), "gathered ones bitmap")?;
+        ring.upload(cp, &mut bits, 0, as_bytes(&set), "gathered ones bitmap")?;
+        let mut bufs = [
+            cp.alloc(most * affine, "gathered bases")?,
+            cp.alloc(most * affine, "gathered bases")?,
+        ];
+        let mut read: [Option<CudaEvent>; 2] = [None, None];
+        let threads = gather_threads();
+        let tail = as_bytes(&split.tail);
+        for (k, c) in chunks.iter().enumerate() {
+            let j = k % 2;
+            if let Some(ev) = read[j].take() {
+                cp.stream
+                    .wait(&ev)
+                    .map_err(|e| backend_err(format!("copy stream waiting for an MSM: {e:?}")))?;
+            }
+            let idx = g.indices(split, c).ok_or_else(|| {
+                backend_err(format!(
+                    "gathered chunk {k}: the split is not the one counted"
+                ))
+            })?;
+            ring.upload_with(
+                cp,
+                &mut bufs[j],
+                0,
+                idx.len(),
+                affine,
+                "gathered bases",
+                |host, first, count| {
+                    gather_bytes(
+                        host,
+                        host_bases,
+                        affine,
+                        &idx[first..first + count],
+                        threads,
+                    )
+                },
+            )?;
+            if upload_scalars && c.tail > 0 {
+                ring.upload_with(
+                    cp,
+                    scalars,
+                    32 * c.tail_before,
+                    c.tail,
+                    32,
+                    "gathered tail scalars",
+                    |host, first, count| {
+                        gather_bytes(host, tail, 32, &idx[first..first + count], threads)
+                    },
+                )?;
+            }
+            dev.stream
+                .wait(&cp.mark()?)
+                .map_err(|e| backend_err(format!("kernels waiting for gathered bases: {e:?}")))?;
+            let k0 = dev.mark()?;
+            if c.tail > 0 {
+                let live = c.tail as u64;
+                let plan = MsmPlan::on_sparse(dev, live, live, curve);
+                let at = scalars.at(32 * c.tail_before);
+                if let Some(q) = QueuedMsm::at(dev, bufs[j].ptr(), at, &plan)? {
+                    out.msms.push(q);
+                }
+            }
+            if c.ones > 0 {
+                let at = bufs[j].at(c.tail * affine);
+                out.ones
+                    .push(batch_add_at(dev, curve, at, bits.ptr(), c.ones as u64)?);
+            }
+            busy.spans.push((k0, dev.mark()?));
+            read[j] = Some(dev.mark()?);
+        }
+        let [b0, b1] = bufs;
+        self.free_after_kernels(vec![b0, b1, bits])?;
+        Ok(out)
+    }
+}
