@@ -20,7 +20,7 @@ use cuzk_srs::Srs;
 
 use crate::cancel::Cancel;
 use crate::error::EngineError;
-use crate::gather::{gather_points, Gather};
+use crate::gather::{gather_points, host_threads, Gather};
 use crate::prover::{Prepared, Split, Sums};
 use crate::timings::Timings;
 
@@ -119,7 +119,7 @@ pub fn run_steps<B: Backend + ?Sized>(
     t.step("ntt_msm_h", start);
     // The streamed tier gathers each query's nonzero points (`gather.rs`) where that pays, as
     // the GPU's does: the same chunks here, so its proofs are checked on the host.
-    let gathered = |split: &Split| stream.is_some() && Gather::of(split).pays();
+    let gathered = |split: &Split| stream.is_some() && Gather::of(split, host_threads()).pays();
     let g1 =
         |bases: &[G1Affine], split: &Split, t: &mut Timings| -> Result<G1Projective, EngineError> {
             let start = Instant::now();
@@ -205,14 +205,14 @@ pub fn gathered_msm<P: Copy + Send + Sync, G: std::ops::AddAssign + group::Group
             split.len()
         )));
     }
-    let g = Gather::of(split);
+    let g = Gather::of(split, host_threads());
     let packed = Gather::packed_tail(split);
     let mut acc = G::identity();
     for c in g.chunks(capacity) {
         cancel.check()?;
-        let idx = g.indices(split, &c).ok_or_else(|| {
-            EngineError::Other("gathered MSM: the split is not the one counted".into())
-        })?;
+        let idx = g
+            .indices(&c, host_threads())
+            .ok_or_else(|| EngineError::Other("gathered MSM: a chunk not of its plan".into()))?;
         let points = gather_points(bases, &idx);
         if c.tail > 0 {
             let scalars = &packed[c.tail_before..c.tail_before + c.tail];

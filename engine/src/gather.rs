@@ -32,11 +32,12 @@ const PIECE_BLOCKS: usize = 1 << 10;
 /// copies on the host cost more than the bytes they save.
 pub const MAX_SHARE: f64 = 0.75;
 
-/// Per block of a split: how many of its tail scalars are nonzero, and how many ones it has.
+/// A split's gathered points as two bitmaps (LSB first): where its tail is nonzero, and where
+/// its ones are (past the split's end clear). Read on their own, without the split.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Gather {
-    tail: Vec<u8>,
-    ones: Vec<u8>,
+    nonzero: Vec<u64>,
+    ones: Vec<u64>,
     n: usize,
     /// The tail's nonzero scalars, and the ones, over the whole split.
     pub tail_total: usize,
@@ -78,27 +79,39 @@ fn word(split: &Split, block: usize) -> u64 {
 }
 
 impl Gather {
-    /// Counts `split`'s blocks (in parallel).
-    pub fn of(split: &Split) -> Gather {
+    /// Reads `split` once, on up to `threads` threads of its own (not the rayon pool's, which
+    /// synthesis may keep busy while a GPU's copy pump waits for this).
+    pub fn of(split: &Split, threads: usize) -> Gather {
         let n = split.len();
-        let (tail, ones): (Vec<u8>, Vec<u8>) = split
-            .tail
-            .par_chunks(BLOCK)
-            .with_min_len(256)
-            .enumerate()
-            .map(|(b, s)| {
-                let t = s.iter().filter(|x| !bool::from(x.is_zero())).count() as u8;
-                (t, word(split, b).count_ones() as u8)
-            })
-            .unzip();
-        let tail_total = tail.iter().map(|&t| t as usize).sum();
-        let ones_total = ones.iter().map(|&o| o as usize).sum();
+        let blocks = n.div_ceil(BLOCK);
+        let (mut nonzero, mut ones) = (vec![0u64; blocks], vec![0u64; blocks]);
+        let step = blocks.div_ceil(threads.clamp(1, 64)).max(1 << 12);
+        let read = |b0: usize, z: &mut [u64], o: &mut [u64]| {
+            for (k, (z, o)) in z.iter_mut().zip(o.iter_mut()).enumerate() {
+                let b = b0 + k;
+                let s = &split.tail[b * BLOCK..((b + 1) * BLOCK).min(n)];
+                *z = s.iter().enumerate().fold(0u64, |w, (i, x)| {
+                    w | (u64::from(!bool::from(x.is_zero())) << i)
+                });
+                *o = word(split, b);
+            }
+        };
+        std::thread::scope(|sc| {
+            for (k, (z, o)) in nonzero
+                .chunks_mut(step)
+                .zip(ones.chunks_mut(step))
+                .enumerate()
+            {
+                sc.spawn(move || read(k * step, z, o));
+            }
+        });
+        let count = |v: &[u64]| v.iter().map(|w| w.count_ones() as usize).sum();
         Gather {
-            tail,
+            tail_total: count(&nonzero),
+            ones_total: count(&ones),
+            nonzero,
             ones,
             n,
-            tail_total,
-            ones_total,
         }
     }
 
@@ -143,8 +156,8 @@ impl Gather {
             ones: 0,
             tail_before: 0,
         };
-        for (b, (&t, &o)) in self.tail.iter().zip(&self.ones).enumerate() {
-            let (t, o) = (t as usize, o as usize);
+        for (b, (&z, &o)) in self.nonzero.iter().zip(&self.ones).enumerate() {
+            let (t, o) = (z.count_ones() as usize, o.count_ones() as usize);
             if cur.points() + t + o > capacity {
                 let next_before = cur.tail_before + cur.tail;
                 out.push(std::mem::replace(
@@ -166,11 +179,12 @@ impl Gather {
         out
     }
 
-    /// The points of `chunk` (a chunk of this split's), in the order their bases are packed:
+    /// The points of `chunk` (one of [`Gather::chunks`]), in the order their bases are packed:
     /// the nonzero-tail points in order, then the ones in order. Each piece of blocks writes its
-    /// own range, found from the blocks' counts; `None` where `split` is not the one counted.
-    pub fn indices(&self, split: &Split, chunk: &GatherChunk) -> Option<Vec<u32>> {
-        if split.len() != self.n || chunk.blocks.end > self.tail.len() {
+    /// own range, found from its words' counts, on up to `threads` threads of its own; `None`
+    /// for a chunk that is not this plan's.
+    pub fn indices(&self, chunk: &GatherChunk, threads: usize) -> Option<Vec<u32>> {
+        if chunk.blocks.end > self.nonzero.len() || chunk.blocks.start > chunk.blocks.end {
             return None;
         }
         let pieces: Vec<Range<usize>> = chunk
@@ -179,43 +193,53 @@ impl Gather {
             .step_by(PIECE_BLOCKS)
             .map(|b0| b0..(b0 + PIECE_BLOCKS).min(chunk.blocks.end))
             .collect();
-        let sum = |v: &[u8], r: &Range<usize>| v[r.clone()].iter().map(|&x| x as usize).sum();
+        let count = |v: &[u64], r: &Range<usize>| -> usize {
+            v[r.clone()].iter().map(|w| w.count_ones() as usize).sum()
+        };
+        let tcounts: Vec<usize> = pieces.iter().map(|r| count(&self.nonzero, r)).collect();
+        let ocounts: Vec<usize> = pieces.iter().map(|r| count(&self.ones, r)).collect();
+        let tail: usize = tcounts.iter().sum();
+        if tail != chunk.tail || ocounts.iter().sum::<usize>() != chunk.ones {
+            return None;
+        }
         let mut out = vec![0u32; chunk.points()];
-        let (tail_part, ones_part) = out.split_at_mut(chunk.tail.min(chunk.points()));
-        let tcounts: Vec<usize> = pieces.iter().map(|r| sum(&self.tail, r)).collect();
-        let ocounts: Vec<usize> = pieces.iter().map(|r| sum(&self.ones, r)).collect();
+        let (tail_part, ones_part) = out.split_at_mut(tail);
         let ts = cut(tail_part, &tcounts)?;
         let os = cut(ones_part, &ocounts)?;
-        let n = self.n;
-        let complete = pieces.into_par_iter().zip(ts).zip(os).all(|((r, ts), os)| {
-            let (want_t, want_o) = (ts.len(), os.len());
-            let (mut t, mut o) = (0, 0);
-            for b in r {
-                if self.tail[b] > 0 {
-                    let lo = b * BLOCK;
-                    for i in lo..(lo + BLOCK).min(n) {
-                        if !bool::from(split.tail[i].is_zero()) {
-                            match ts.get_mut(t) {
-                                Some(slot) => *slot = i as u32,
-                                None => return false,
-                            }
-                            t += 1;
-                        }
-                    }
+        // One piece of blocks into its two ranges (their lengths are its words' counts).
+        let fill = |r: Range<usize>, ts: &mut [u32], os: &mut [u32]| {
+            let set = |words: &[u64], slots: &mut [u32]| {
+                let bits = words.iter().enumerate().flat_map(|(k, &w)| {
+                    let base = ((r.start + k) * BLOCK) as u32;
+                    std::iter::successors((w != 0).then_some(w), |w| {
+                        let next = w & (w - 1);
+                        (next != 0).then_some(next)
+                    })
+                    .map(move |w| base + w.trailing_zeros())
+                });
+                for (slot, i) in slots.iter_mut().zip(bits) {
+                    *slot = i;
                 }
-                let mut w = word(split, b);
-                while w != 0 {
-                    match os.get_mut(o) {
-                        Some(slot) => *slot = (b * BLOCK) as u32 + w.trailing_zeros(),
-                        None => return false,
+            };
+            set(&self.nonzero[r.clone()], ts);
+            set(&self.ones[r.clone()], os);
+        };
+        // The pieces dealt to up to `threads` threads of its own, in turn.
+        let threads = threads.clamp(1, 64).min(pieces.len()).max(1);
+        let mut work: Vec<Vec<Piece>> = (0..threads).map(|_| Vec::new()).collect();
+        for (k, ((r, t), o)) in pieces.into_iter().zip(ts).zip(os).enumerate() {
+            work[k % threads].push((r, t, o));
+        }
+        std::thread::scope(|sc| {
+            for w in work {
+                sc.spawn(move || {
+                    for (r, t, o) in w {
+                        fill(r, t, o);
                     }
-                    o += 1;
-                    w &= w - 1;
-                }
+                });
             }
-            t == want_t && o == want_o
         });
-        complete.then_some(out)
+        Some(out)
     }
 
     /// The tail's nonzero scalars in index order: the MSMs' packed scalars.
@@ -228,6 +252,14 @@ impl Gather {
             .copied()
             .collect()
     }
+}
+
+/// A piece of a chunk's blocks with its two ranges of the indices (nonzero tail, ones).
+type Piece<'a> = (Range<usize>, &'a mut [u32], &'a mut [u32]);
+
+/// Threads of its own a host backend's gather takes: every core.
+pub fn host_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// `rest` cut into consecutive slices of `counts` elements, which must tile it.
@@ -304,13 +336,15 @@ mod tests {
     fn every_nonzero_point_is_gathered_once_in_chunks_within_capacity() {
         for (n, ones, others, cap) in [
             (10_000, 0.5, 0.01, 1000),
+            // Chunks of several pieces of blocks, dealt to several threads.
+            (400_000, 0.5, 0.01, 150_000),
             (4097, 0.0, 0.3, 128),
             (64 * 50, 1.0, 0.0, 640),
             (777, 0.0, 0.0, 256),
             (1, 0.0, 1.0, 1),
         ] {
             let s = split(n, ones, others, n as u64);
-            let g = Gather::of(&s);
+            let g = Gather::of(&s, 3);
             assert_eq!(g.ones_total, s.ones.count_ones());
             assert_eq!(g.tail_total, Gather::packed_tail(&s).len());
             let chunks = g.chunks(cap);
@@ -323,7 +357,9 @@ mod tests {
                 last_block = c.blocks.end;
                 assert_eq!(c.tail_before, tail_before);
                 tail_before += c.tail;
-                let idx = g.indices(&s, c).expect("the split counted");
+                let idx = g
+                    .indices(c, 1 + c.blocks.len() % 4)
+                    .expect("the plan's chunk");
                 assert_eq!(idx.len(), c.points());
                 for (k, &i) in idx.iter().enumerate() {
                     let i = i as usize;
@@ -351,25 +387,22 @@ mod tests {
     }
 
     #[test]
-    fn indices_of_another_split_are_refused() {
+    fn a_chunk_not_of_the_plan_is_refused() {
         let s = split(1000, 0.5, 0.1, 5);
-        let g = Gather::of(&s);
-        let c = &g.chunks(10_000)[0];
-        assert!(
-            g.indices(&split(999, 0.5, 0.1, 5), c).is_none(),
-            "another length"
-        );
-        assert!(
-            g.indices(&split(1000, 0.2, 0.1, 6), c).is_none(),
-            "other counts"
-        );
+        let g = Gather::of(&s, 3);
+        let mut c = g.chunks(10_000)[0].clone();
+        c.ones += 1;
+        assert!(g.indices(&c, 2).is_none(), "other counts");
+        c.ones -= 1;
+        c.blocks.end += 1;
+        assert!(g.indices(&c, 2).is_none(), "past the plan's blocks");
     }
 
     #[test]
     fn the_share_decides_whether_gathering_pays() {
-        assert!(Gather::of(&split(6400, 0.5, 0.01, 1)).pays());
-        assert!(!Gather::of(&split(6400, 0.5, 0.4, 2)).pays());
-        assert!(Gather::of(&Split::default()).pays());
+        assert!(Gather::of(&split(6400, 0.5, 0.01, 1), 2).pays());
+        assert!(!Gather::of(&split(6400, 0.5, 0.4, 2), 2).pays());
+        assert!(Gather::of(&Split::default(), 2).pays());
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub(super) fn plan(split: &Split) -> Option<Gather> {
     if !enabled() {
         return None;
     }
-    let g = Gather::of(split);
+    let g = Gather::of(split, gather_threads());
     g.pays().then_some(g)
 }
 
@@ -104,7 +104,7 @@ impl PipelinedGpu {
                     .wait(&ev)
                     .map_err(|e| backend_err(format!("copy stream waiting for an MSM: {e:?}")))?;
             }
-            let idx = g.indices(split, c).ok_or_else(|| {
+            let idx = g.indices(c, threads).ok_or_else(|| {
                 backend_err(format!(
                     "gathered chunk {k}: the split is not the one counted"
                 ))
