@@ -33,6 +33,7 @@ use super::spmv::{DeviceRecording, DeviceSplit};
 use super::stream_plan::StreamTier;
 use super::{as_bytes, backend_err, GpuDevice, PipelinedGpu, Result};
 use crate::backend::Backend;
+use crate::gather::Gather;
 use crate::prover::{splits, unsatisfied, Prepared, Split, Sums};
 use crate::timings::Timings;
 use cuzk_srs::Srs;
@@ -90,6 +91,11 @@ impl Busy {
         Ok((ms(&first.0, &last.1)?, busy))
     }
 }
+
+/// The queries' splits built on the host: `(l, a, b)`.
+type HostSplits = (Split, Split, Split);
+/// Their gather plans, where they gather.
+type Plans = [Option<Gather>; 3];
 
 /// One query's results still on the device: each chunk's MSM and batch addition.
 #[derive(Default)]
@@ -251,15 +257,7 @@ impl PipelinedGpu {
             live: None,
         };
         let h_bases = resident.as_ref().map(|r| &r.h);
-        // With the bases streamed, the queries gather their bases (`streamed_gather.rs`) from
-        // splits built on the host, beside the H-MSM, rather than on the device.
-        let host_built = !tier.resident_bases && super::streamed_gather::enabled();
-        if host_built {
-            if let Some((w, _)) = on_device.take() {
-                self.free_after_kernels(vec![w])?;
-            }
-        }
-        let (h, host_splits, built) = match on_device.take() {
+        let (h, host_splits, built, plans) = match on_device.take() {
             Some((w, dr)) => {
                 // The recording resident: the H-MSM, then the queries' scalars built from the
                 // witness on the kernel stream behind it (or uploaded, where `prepare` built
@@ -288,13 +286,14 @@ impl PipelinedGpu {
                     (Some(host), [None, None, None])
                 };
                 self.free_after_kernels(vec![w])?;
-                (h, host, built)
+                (h, host, built, [None, None, None])
             }
             None => {
                 let (h, host) = self.h_msm_and_host_splits(
                     ring, &mut busy, srs, &h_scalars, h_bases, tier, rec, &mut p,
                 );
-                (h?, Some(host?), [None, None, None])
+                let (host, plans) = host?;
+                (h?, Some(host), [None, None, None], plans)
             }
         };
         self.free_after_kernels(vec![h_scalars.dev])?;
@@ -304,6 +303,7 @@ impl PipelinedGpu {
         //    device), freed after.
         let start = Instant::now();
         let [dl, da, db] = built;
+        let [pl, pa, pb] = plans;
         let host = host_splits.as_ref();
         let rb = resident.as_ref();
         let chunks = (tier.chunk, tier.pinned_bases);
@@ -313,7 +313,7 @@ impl PipelinedGpu {
             &mut busy,
             (Curve::G1, as_bytes(srs.l()), rb.map(|r| &r.l)),
             dl,
-            host.map(|h| &h.0),
+            (host.map(|h| &h.0), pl.as_ref()),
             chunks,
             &mut None,
             "l",
@@ -323,7 +323,7 @@ impl PipelinedGpu {
             &mut busy,
             (Curve::G1, as_bytes(srs.a()), rb.map(|r| &r.a)),
             da,
-            host.map(|h| &h.1),
+            (host.map(|h| &h.1), pa.as_ref()),
             chunks,
             &mut None,
             "a",
@@ -335,7 +335,7 @@ impl PipelinedGpu {
             &mut busy,
             (Curve::G1, as_bytes(srs.b_g1()), rb.map(|r| &r.b_g1)),
             &mut bqs,
-            host.map(|h| &h.2),
+            (host.map(|h| &h.2), pb.as_ref()),
             chunks,
             &mut b_packed,
             "b",
@@ -345,7 +345,7 @@ impl PipelinedGpu {
             &mut busy,
             (Curve::G2, as_bytes(srs.b_g2()), rb.map(|r| &r.b_g2)),
             &mut bqs,
-            host.map(|h| &h.2),
+            (host.map(|h| &h.2), pb.as_ref()),
             (tier.chunk_g2, tier.pinned_bases),
             &mut b_packed,
             "b",
@@ -423,7 +423,8 @@ impl PipelinedGpu {
     }
 
     /// The H-MSM over `h_scalars` while the host builds the queries' scalar splits from the
-    /// witness (or takes those `prepare` built).
+    /// witness (or takes those `prepare` built) and, where the bases stream, their gather plans
+    /// (`streamed_gather::plan`): both off the tails' path.
     #[allow(clippy::too_many_arguments)]
     fn h_msm_and_host_splits(
         &self,
@@ -435,7 +436,7 @@ impl PipelinedGpu {
         tier: StreamTier,
         rec: Option<crate::prover::Recorded>,
         p: &mut Prepared,
-    ) -> (Result<Pieces>, Result<(Split, Split, Split)>) {
+    ) -> (Result<Pieces>, Result<(HostSplits, Plans)>) {
         rayon::join(
             || {
                 self.msm_streamed(
@@ -448,19 +449,26 @@ impl PipelinedGpu {
                     (tier.chunk, tier.pinned_bases),
                 )
             },
-            || -> Result<(Split, Split, Split)> {
-                match rec {
+            || -> Result<(HostSplits, Plans)> {
+                let host = match rec {
                     // The witness's aux becomes `l`'s tail: no copy of it is made.
                     Some(r) if r.splits_pending => {
                         let [a_aux, b_in, b_aux] = r.rec.densities();
-                        Ok(splits(&r.inputs, r.aux, [&a_aux, &b_in, &b_aux]))
+                        splits(&r.inputs, r.aux, [&a_aux, &b_in, &b_aux])
                     }
-                    _ => Ok((
+                    _ => (
                         std::mem::take(&mut p.l),
                         std::mem::take(&mut p.a_query),
                         std::mem::take(&mut p.b_query),
-                    )),
-                }
+                    ),
+                };
+                let plans = if tier.resident_bases {
+                    [None, None, None]
+                } else {
+                    let plan = super::streamed_gather::plan;
+                    [plan(&host.0), plan(&host.1), plan(&host.2)]
+                };
+                Ok((host, plans))
             },
         )
     }
@@ -552,7 +560,7 @@ impl PipelinedGpu {
         busy: &mut Busy,
         bases: (Curve, &[u8], Option<&DevBuf>),
         built: Option<Scalars>,
-        host: Option<&Split>,
+        host: (Option<&Split>, Option<&Gather>),
         chunks: (u64, bool),
         packed: &mut Option<DevBuf>,
         what: &str,
@@ -569,8 +577,8 @@ impl PipelinedGpu {
     }
 
     /// One query's MSM against its bases (`(curve, host bases, resident copy)`): over the
-    /// gathered bases (`streamed_gather.rs`) where they stream from the host, the split is the
-    /// host's and gathering pays (the packed tail scalars left in `packed`); else over every
+    /// gathered bases (`streamed_gather.rs`) where they stream from the host and the host's
+    /// split has a gather `plan` (the packed tail scalars left in `packed`); else over every
     /// base, with the scalars built on the device or uploaded (left in `kept`).
     #[allow(clippy::too_many_arguments)]
     fn query_msm_kept<'h>(
@@ -579,17 +587,15 @@ impl PipelinedGpu {
         busy: &mut Busy,
         (curve, host_bases, resident): (Curve, &[u8], Option<&DevBuf>),
         kept: &mut Option<Scalars<'h>>,
-        host: Option<&'h Split>,
+        (host, plan): (Option<&'h Split>, Option<&Gather>),
         (chunk, pinned): (u64, bool),
         packed: &mut Option<DevBuf>,
         what: &str,
     ) -> Result<Pieces> {
         let bases = host_bases.len() / curve.affine_bytes();
-        if let (None, None, Some(split)) = (resident, kept.as_ref(), host) {
+        if let (None, None, Some(split), Some(g)) = (resident, kept.as_ref(), host, plan) {
             check(what, bases, split.len() as u64)?;
-            if let Some(g) = super::streamed_gather::plan(split) {
-                return self.msm_gathered(ring, busy, curve, host_bases, split, &g, packed, chunk);
-            }
+            return self.msm_gathered(ring, busy, curve, host_bases, split, g, packed, chunk);
         }
         let s = match kept.take() {
             Some(s) => s,
