@@ -15,7 +15,9 @@
 //!    stream fills one while the kernels read the other);
 //! 3. `l`, `a`, `b_g1`, `b_g2`: each query's tail scalars and one-bitmap (uploaded just before
 //!    its MSM, freed after), its bases streamed the same way; `b`'s scalars serve `b_g1` and
-//!    `b_g2`.
+//!    `b_g2`. Where the query is gathered (`streamed_gather.rs`), only its nonzero tail scalars
+//!    and a chunk's worth of set bits are uploaded, and two chunk buffers of its nonzero points'
+//!    bases: within the bytes planned here.
 //!
 //! Where the recording's matrices fit beside everything else (`resident_recording`: an 80 GB card
 //! beside the resident bases, or a 32 GiB one with the bases streamed, at 32 GiB PoRep), the
