@@ -19,6 +19,7 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk_srs::Srs;
 
 use crate::cancel::Cancel;
+use crate::density::BitVec;
 use crate::error::EngineError;
 use crate::gather::{gather_points, host_threads, Gather};
 use crate::prover::{Prepared, Split, Sums};
@@ -119,43 +120,51 @@ pub fn run_steps<B: Backend + ?Sized>(
     t.step("ntt_msm_h", start);
     // The streamed tier gathers each query's nonzero points (`gather.rs`) where that pays, as
     // the GPU's does: the same chunks here, so its proofs are checked on the host.
-    let gathered = |split: &Split| stream.is_some() && Gather::of(split, host_threads()).pays();
-    let g1 =
-        |bases: &[G1Affine], split: &Split, t: &mut Timings| -> Result<G1Projective, EngineError> {
-            let start = Instant::now();
-            if gathered(split) {
-                let acc = gathered_msm(
-                    bases,
-                    split,
-                    chunk_g1,
-                    &cancel,
-                    |x, y| b.msm_g1(x, y),
-                    |x, y| b.batch_add_g1(x, y),
-                )?;
-                t.step("tail_msm", start);
-                return Ok(acc);
-            }
-            let mut acc =
-                msm_chunked(bases, &split.tail, chunk_g1, &cancel, |x, y| b.msm_g1(x, y))?;
+    let plan = |split: &Split| {
+        stream
+            .map(|_| Gather::of(split, host_threads()))
+            .filter(Gather::pays)
+    };
+    let g1 = |bases: &[G1Affine],
+              split: &Split,
+              plan: Option<&Gather>,
+              t: &mut Timings|
+     -> Result<G1Projective, EngineError> {
+        let start = Instant::now();
+        if let Some(g) = plan {
+            let acc = gathered_msm(
+                bases,
+                split,
+                g,
+                chunk_g1,
+                &cancel,
+                |x, y| b.msm_g1(x, y),
+                |x, y| b.batch_add_g1(x, y),
+            )?;
             t.step("tail_msm", start);
-            if split.ones.count_ones() > 0 {
-                let start = Instant::now();
-                acc += batch_add_chunked(bases, split.ones.words(), every, &cancel, |x, y| {
-                    b.batch_add_g1(x, y)
-                })?;
-                t.step("batch_add", start);
-            }
-            Ok(acc)
-        };
-    let l = g1(srs.l(), &l, t)?;
-    let a = g1(srs.a(), &a_query, t)?;
-    let b_g1 = g1(srs.b_g1(), &b_query, t)?;
+            return Ok(acc);
+        }
+        let mut acc = msm_chunked(bases, &split.tail, chunk_g1, &cancel, |x, y| b.msm_g1(x, y))?;
+        t.step("tail_msm", start);
+        if split.ones.count_ones() > 0 {
+            let start = Instant::now();
+            acc += batch_add_chunked(bases, split.ones.words(), every, &cancel, |x, y| {
+                b.batch_add_g1(x, y)
+            })?;
+            t.step("batch_add", start);
+        }
+        Ok(acc)
+    };
+    let l = g1(srs.l(), &l, plan(&l).as_ref(), t)?;
+    let a = g1(srs.a(), &a_query, plan(&a_query).as_ref(), t)?;
+    let b_plan = plan(&b_query);
+    let b_g1 = g1(srs.b_g1(), &b_query, b_plan.as_ref(), t)?;
     let start = Instant::now();
-    let b_g2_gathered = gathered(&b_query);
-    let mut b_g2: G2Projective = if b_g2_gathered {
+    let mut b_g2: G2Projective = if let Some(g) = &b_plan {
         gathered_msm(
             srs.b_g2(),
             &b_query,
+            g,
             chunk_g2,
             &cancel,
             |x, y| b.msm_g2(x, y),
@@ -166,7 +175,7 @@ pub fn run_steps<B: Backend + ?Sized>(
             b.msm_g2(x, y)
         })?
     };
-    if !b_g2_gathered && b_query.ones.count_ones() > 0 {
+    if b_plan.is_none() && b_query.ones.count_ones() > 0 {
         b_g2 += batch_add_chunked(
             srs.b_g2(),
             b_query.ones.words(),
@@ -186,26 +195,29 @@ pub fn run_steps<B: Backend + ?Sized>(
     })
 }
 
-/// A query's MSM (its tail's MSM plus its ones' batch addition) over gathered chunks of at most
-/// `capacity` points (`gather.rs`): each chunk's nonzero-tail bases with their packed scalars,
-/// and its ones' bases with every bit set. The same point as the whole MSM.
+/// A query's MSM (its tail's MSM plus its ones' batch addition) over the chunks of at most
+/// `capacity` points of its gather plan `g` (`Gather::of(split, ..)`, `gather.rs`): each chunk's
+/// nonzero-tail bases with their packed scalars, and its ones' bases with every bit set. The
+/// same point as the whole MSM.
+#[allow(clippy::too_many_arguments)]
 pub fn gathered_msm<P: Copy + Send + Sync, G: std::ops::AddAssign + group::Group>(
     bases: &[P],
     split: &Split,
+    g: &Gather,
     capacity: usize,
     cancel: &Cancel,
     msm: impl Fn(&[P], &[Scalar]) -> Result<G, EngineError>,
     add: impl Fn(&[P], &Bitmap) -> Result<G, EngineError>,
 ) -> Result<G, EngineError> {
     cancel.check()?;
-    if bases.len() != split.len() {
+    if bases.len() != split.len() || g.len() != split.len() {
         return Err(EngineError::Other(format!(
-            "gathered MSM: {} bases for {} scalars",
+            "gathered MSM: {} bases and a plan of {} points for {} scalars",
             bases.len(),
+            g.len(),
             split.len()
         )));
     }
-    let g = Gather::of(split, host_threads());
     let packed = Gather::packed_tail(split);
     let mut acc = G::identity();
     for c in g.chunks(capacity) {
@@ -219,21 +231,10 @@ pub fn gathered_msm<P: Copy + Send + Sync, G: std::ops::AddAssign + group::Group
             acc += msm(&points[..c.tail], scalars)?;
         }
         if c.ones > 0 {
-            acc += add(&points[c.tail..], &all_ones(c.ones))?;
+            acc += add(&points[c.tail..], BitVec::all_set(c.ones).words())?;
         }
     }
     Ok(acc)
-}
-
-/// A bitmap of `n` set bits (the bits past `n` in its last word clear).
-pub fn all_ones(n: usize) -> Vec<u64> {
-    let mut w = vec![u64::MAX; n.div_ceil(64)];
-    if !n.is_multiple_of(64) {
-        if let Some(last) = w.last_mut() {
-            *last = (1u64 << (n % 64)) - 1;
-        }
-    }
-    w
 }
 
 /// An MSM over bases in chunks of `chunk` points (the small-memory tier streams bases this way;

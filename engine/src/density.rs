@@ -37,6 +37,10 @@ impl BitVec {
         }
         BitVec { words, len }
     }
+    /// A bitmap of `len` set bits.
+    pub fn all_set(len: usize) -> Self {
+        BitVec::from_words(vec![u64::MAX; len.div_ceil(64)], len)
+    }
     pub fn len(&self) -> usize {
         self.len
     }

@@ -315,7 +315,6 @@ impl PipelinedGpu {
             dl,
             (host.map(|h| &h.0), pl.as_ref()),
             chunks,
-            &mut None,
             "l",
         )?;
         let ap = self.query_msm(
@@ -325,7 +324,6 @@ impl PipelinedGpu {
             da,
             (host.map(|h| &h.1), pa.as_ref()),
             chunks,
-            &mut None,
             "a",
         )?;
         // b's scalars serve b_g1 and b_g2: built or uploaded once, freed after b_g2.
@@ -562,11 +560,20 @@ impl PipelinedGpu {
         built: Option<Scalars>,
         host: (Option<&Split>, Option<&Gather>),
         chunks: (u64, bool),
-        packed: &mut Option<DevBuf>,
         what: &str,
     ) -> Result<Pieces> {
         let mut kept = built;
-        let out = self.query_msm_kept(ring, busy, bases, &mut kept, host, chunks, packed, what)?;
+        let mut packed = None;
+        let out = self.query_msm_kept(
+            ring,
+            busy,
+            bases,
+            &mut kept,
+            host,
+            chunks,
+            &mut packed,
+            what,
+        )?;
         if let Some(s) = kept {
             self.free_scalars(s)?;
         }

@@ -19,7 +19,7 @@ use super::points::Curve;
 use super::ring::Ring;
 use super::streamed::{Busy, Pieces};
 use super::{as_bytes, backend_err, PipelinedGpu, Result};
-use crate::backend::all_ones;
+use crate::density::BitVec;
 use crate::gather::{gather_bytes, Gather};
 use crate::prover::Split;
 
@@ -87,9 +87,15 @@ impl PipelinedGpu {
             .as_mut()
             .ok_or_else(|| backend_err("gathered tail scalars missing"))?;
         let ones = chunks.iter().map(|c| c.ones).max().unwrap_or(0);
-        let set = all_ones(ones.max(1));
-        let mut bits = cp.alloc(8 * set.len(), "gathered ones bitmap")?;
-        ring.upload(cp, &mut bits, 0, as_bytes(&set), "gathered ones bitmap")?;
+        let set = BitVec::all_set(ones.max(1));
+        let mut bits = cp.alloc(8 * set.words().len(), "gathered ones bitmap")?;
+        ring.upload(
+            cp,
+            &mut bits,
+            0,
+            as_bytes(set.words()),
+            "gathered ones bitmap",
+        )?;
         let mut bufs = [
             cp.alloc(most * affine, "gathered bases")?,
             cp.alloc(most * affine, "gathered bases")?,
@@ -105,9 +111,7 @@ impl PipelinedGpu {
                     .map_err(|e| backend_err(format!("copy stream waiting for an MSM: {e:?}")))?;
             }
             let idx = g.indices(c, threads).ok_or_else(|| {
-                backend_err(format!(
-                    "gathered chunk {k}: the split is not the one counted"
-                ))
+                backend_err(format!("gathered chunk {k}: not a chunk of its plan"))
             })?;
             ring.upload_with(
                 cp,
