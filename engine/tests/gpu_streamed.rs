@@ -49,6 +49,7 @@ fn same<C: Circuit<Scalar> + Clone + Send>(name: &str, gpu: &PipelinedGpu, c: C)
                     device_products,
                     resident_recording,
                     pinned_bases: false,
+                    pinned_recording: false,
                 }),
                 ..ProveOptions::default()
             };

@@ -36,6 +36,7 @@ fn streamed(chunk: u64, recorded: bool) -> ProveOptions {
             device_products: false,
             resident_recording: false,
             pinned_bases: false,
+            pinned_recording: false,
         }),
         ..ProveOptions::default()
     };

@@ -283,7 +283,12 @@ impl Engine {
                             timeline: t.clone(),
                             queue: queue.clone(),
                             staging: None,
-                            srs_pin: None,
+                            srs_pin: crate::pipeline::held_pin::HeldPin::new(
+                                "the SRS's host bases",
+                            ),
+                            recording_pin: crate::pipeline::held_pin::HeldPin::new(
+                                "the recording's matrices",
+                            ),
                             faults: f.clone(),
                         }));
                     }

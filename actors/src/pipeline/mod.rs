@@ -16,6 +16,7 @@ pub(crate) mod collector;
 pub(crate) mod compute;
 pub(crate) mod dispatcher;
 pub(crate) mod engine;
+pub(crate) mod held_pin;
 pub mod job;
 pub(crate) mod messages;
 pub(crate) mod srs_loader;

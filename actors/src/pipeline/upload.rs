@@ -6,8 +6,8 @@
 //! device, the partition's own buffers are pinned for the upload and unpinned before they are
 //! freed. A partition of the streamed tier (`Prepared::stream`) is handed on as it is (its steps
 //! upload what they need inside compute); the SRS's host bases it streams from are pinned once
-//! per parameter set (the lease kept while that SRS is streamed here), so its chunks are copied
-//! straight from them.
+//! per parameter set, and the recording's matrices it streams once per recording (each kept
+//! while it is streamed here, `held_pin.rs`), so their chunks are copied straight from them.
 //!
 //! `DropResident` runs the backend's `evict_resident` on this GPU's own uploader thread (the
 //! resident bases freed after the kernel stream); `UnpinStaging`, at shutdown, unpins the
@@ -23,6 +23,7 @@ use cuzk_engine::Pipeline;
 
 use crate::fault::{catch, scope, Faults, Site, Stage};
 use crate::pipeline::compute::{ComputeActor, ComputeQueue};
+use crate::pipeline::held_pin::HeldPin;
 use crate::pipeline::messages::{
     Compute, ComputeDone, DropResident, Dropped, PartitionDone, StageReports, UnpinStaging, Upload,
     UploadDone,
@@ -47,70 +48,17 @@ pub struct UploadActor {
     pub staging: Option<StagingLease>,
     /// The fault plan (tests; inert without the `faults` feature).
     pub faults: Faults,
-    /// The SRS streamed here and the lease pinning its host bases (`None` after pinning failed:
-    /// the chunks then go through the backend's copy ring). The SRS is held while pinned, so its
-    /// memory is never freed under a registration; evicting it here (`DropResident`) or shutting
-    /// down (`UnpinStaging`) unpins first.
-    pub srs_pin: Option<(
-        Arc<cuzk_srs::Srs>,
-        Option<crate::resources::pinner::PinLease>,
-    )>,
+    /// The SRS streamed here, its host bases pinned (`held_pin.rs`).
+    pub srs_pin: HeldPin<cuzk_srs::Srs>,
+    /// The recording whose matrices are streamed here, its host image pinned.
+    pub recording_pin: HeldPin<cuzk_engine::recorded::Recording>,
 }
 
 impl UploadActor {
-    /// Pins `srs`'s host bases (once per parameter set; another set's pins are dropped first):
-    /// whether they are pinned. A failure is logged and costs only speed (the chunks go through
-    /// the backend's copy ring).
-    fn pin_srs(
-        &mut self,
-        srs: &Arc<cuzk_srs::Srs>,
-        key: crate::pipeline::work::PartKey,
-        lane: Lane,
-    ) -> bool {
-        if let Some((held, lease)) = &self.srs_pin {
-            if Arc::ptr_eq(held, srs) {
-                return lease.is_some();
-            }
-        }
-        self.unpin_srs();
-        let start = Instant::now();
-        use cuzk_engine::gpu::as_bytes;
-        let r = |b: &[u8]| (b.as_ptr() as usize, b.len());
-        let ranges = vec![
-            r(as_bytes(srs.h())),
-            r(as_bytes(srs.l())),
-            r(as_bytes(srs.a())),
-            r(as_bytes(srs.b_g1())),
-            r(as_bytes(srs.b_g2())),
-        ];
-        let total: usize = ranges.iter().map(|x| x.1).sum();
-        let lease = match pin_blocking(&self.pinner, ranges) {
-            Ok(l) => {
-                slog::info!(crate::log::component("upload"),
-                    "pinned the streamed parameters' host bases";
-                    "gpu" => self.gpu, "mib" => total >> 20,
-                    "ms" => start.elapsed().as_millis() as u64);
-                Some(l)
-            }
-            Err(e) => {
-                slog::warn!(crate::log::component("upload"),
-                    "the streamed parameters' host bases could not be pinned: their chunks are copied through the backend's ring (slower)";
-                    "gpu" => self.gpu, "error" => e);
-                None
-            }
-        };
-        self.timeline
-            .record(key, "pin", lane, start, Instant::now(), 0);
-        let pinned = lease.is_some();
-        self.srs_pin = Some((srs.clone(), lease));
-        pinned
-    }
-
-    /// Unpins the streamed SRS's host bases (waiting for it) and lets the SRS go.
-    fn unpin_srs(&mut self) {
-        if let Some((_srs, Some(lease))) = self.srs_pin.take() {
-            lease.unpin();
-        }
+    /// Unpins what the streamed tier copies from (waiting for it) and lets it go.
+    fn unpin_streamed(&mut self) {
+        self.srs_pin.unpin();
+        self.recording_pin.unpin();
     }
 
     /// Stages `p` through the pinned staging buffers (pinned on first use).
@@ -205,9 +153,33 @@ impl Handler<Upload> for UploadActor {
         let mut prepared = prepared;
         let staged = if let Some(tier) = prepared.stream.as_mut() {
             // The streamed tier: nothing is staged ahead; its bases are read from the host.
+            let pin = Instant::now();
+            let r = |b: &[u8]| (b.as_ptr() as usize, b.len());
             if !tier.resident_bases {
-                tier.pinned_bases = self.pin_srs(&ticket.srs, key, lane);
+                use cuzk_engine::gpu::as_bytes;
+                let bases = |srs: &cuzk_srs::Srs| {
+                    vec![
+                        r(as_bytes(srs.h())),
+                        r(as_bytes(srs.l())),
+                        r(as_bytes(srs.a())),
+                        r(as_bytes(srs.b_g1())),
+                        r(as_bytes(srs.b_g2())),
+                    ]
+                };
+                tier.pinned_bases = self.srs_pin.pin(&self.pinner, &ticket.srs, bases, self.gpu);
             }
+            if let Some(rec) = prepared.recorded.as_ref() {
+                if tier.device_products && !tier.resident_recording {
+                    tier.pinned_recording = self.recording_pin.pin(
+                        &self.pinner,
+                        &rec.rec,
+                        |rec| vec![r(rec.host_image())],
+                        self.gpu,
+                    );
+                }
+            }
+            self.timeline
+                .record(key, "pin", lane, pin, Instant::now(), 0);
             let staged = Staged::on_host(prepared);
             self.timeline
                 .record(key, "upload", lane, start, Instant::now(), 0);
@@ -280,7 +252,7 @@ impl Handler<DropResident> for UploadActor {
     type Result = ();
 
     fn handle(&mut self, msg: DropResident, _: &mut SyncContext<Self>) {
-        self.unpin_srs();
+        self.unpin_streamed();
         let backend = &self.backend;
         let r = catch("evicting the resident parameters", || {
             backend.evict_resident().map_err(|e| e.to_string())
@@ -304,7 +276,7 @@ impl Handler<UnpinStaging> for UploadActor {
 
     fn handle(&mut self, msg: UnpinStaging, _: &mut SyncContext<Self>) {
         drop(self.staging.take());
-        self.unpin_srs();
+        self.unpin_streamed();
         let _ = msg.reply.send(());
     }
 }

@@ -28,7 +28,7 @@ pub struct KernelBenchOptions {
     pub max_log: u32,
     /// Distinct random points generated on the CPU and tiled to the benchmark size.
     pub distinct_points: usize,
-    /// Run only the families whose name contains this (field, msm_g1, msm_g2, ntt, h, batch_add, spmv).
+    /// Run only the families whose name contains this (h2d, field, msm_g1, msm_g2, ntt, h, batch_add, spmv).
     pub only: Option<String>,
     /// Window sizes to measure besides the planned one, at each MSM family's largest size.
     pub msm_windows: Vec<u32>,
@@ -176,6 +176,10 @@ pub fn run_kernel_bench(dev: &GpuDevice, opts: &KernelBenchOptions) -> Result<Ke
         None => true,
         Some(o) => family.contains(o),
     };
+
+    if want("h2d") {
+        super::bench_h2d::run(dev, opts.reps, &mut out, &mut rep.results)?;
+    }
 
     // Field products, register resident: K independent chains a thread (K = 1: latency bound;
     // K = 4: throughput), against the floor model (`MULADDS_PER_SEC` over ~264 multiply-adds an

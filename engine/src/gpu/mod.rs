@@ -6,6 +6,7 @@
 pub mod backend;
 pub mod batch_add;
 pub mod bench;
+mod bench_h2d;
 pub mod buf;
 pub mod copy_pieces;
 pub mod device;

@@ -52,6 +52,35 @@ impl Ring {
         })
     }
 
+    /// Queues the copy of `src` to byte `at` of `dst` on `copy`: straight from `src` where it
+    /// lies in page-locked memory the caller registered (`pinned`: each copy within one
+    /// registration, `copy_pieces`), else through the ring.
+    pub(super) fn upload_from(
+        &mut self,
+        copy: &GpuDevice,
+        dst: &mut DevBuf,
+        at: usize,
+        src: &[u8],
+        pinned: bool,
+        what: &str,
+    ) -> Result<()> {
+        if !pinned {
+            return self.upload(copy, dst, at, src, what);
+        }
+        if at + src.len() > dst.len() {
+            return Err(backend_err(format!(
+                "upload of {what}: {} bytes at {at} exceed the buffer's {}",
+                src.len(),
+                dst.len()
+            )));
+        }
+        for (a, b) in super::copy_pieces::copy_pieces(src.as_ptr() as usize, src.len()) {
+            copy.upload_into(dst, at + a, &src[a..b], what)?;
+        }
+        self.moved += src.len() as u64;
+        Ok(())
+    }
+
     /// Queues the copy of `count` elements of `elem` bytes to byte `at` of `dst` on `copy`, piece
     /// by piece through the ring: `fill(host, first, k)` writes elements `first .. first + k`
     /// into `host` (`k * elem` bytes of a page-locked buffer no copy still reads).

@@ -111,6 +111,10 @@ pub struct StreamTier {
     /// straight from them, not through the backend's copy ring. Set by the pipeline, never by the
     /// plan.
     pub pinned_bases: bool,
+    /// The recording's host image is page-locked (registered by the caller's HostPinner): the
+    /// streamed matrix pieces are copied straight from it, not through the copy ring. Set by the
+    /// pipeline, never by the plan.
+    pub pinned_recording: bool,
 }
 
 /// The device bytes of one NTT domain's tables (twiddles `n/2`, the two coset power tables).
@@ -267,6 +271,7 @@ impl StreamTier {
                     device_products,
                     resident_recording,
                     pinned_bases: false,
+                    pinned_recording: false,
                 };
                 let peak = t.peak(d);
                 if peak <= budget {

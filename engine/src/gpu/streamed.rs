@@ -203,7 +203,9 @@ impl PipelinedGpu {
             Some(r) if tier.device_products && !tier.resident_recording => {
                 // The products one at a time around the H step (`streamed_products.rs`).
                 let pieces = tier.chunk.clamp(1024, super::stream_plan::PIECE_ENTRIES);
-                let h = self.h_from_streamed_products(ring, &mut busy, r, &d, pieces, p.index)?;
+                let pinned = tier.pinned_recording;
+                let h =
+                    self.h_from_streamed_products(ring, &mut busy, r, &d, pieces, pinned, p.index)?;
                 t.step("products", start);
                 h
             }
@@ -721,16 +723,7 @@ impl PipelinedGpu {
                     .map_err(|e| backend_err(format!("copy stream waiting for an MSM: {e:?}")))?;
             }
             let src = &host_bases[lo as usize * affine..hi as usize * affine];
-            if pinned {
-                // Straight from the registered bases, each copy within one registration.
-                let at = src.as_ptr() as usize;
-                for (a, b) in super::copy_pieces::copy_pieces(at, src.len()) {
-                    cp.upload_into(&mut bufs[j], a, &src[a..b], "streamed bases")?;
-                }
-                ring.moved += src.len() as u64;
-            } else {
-                ring.upload(cp, &mut bufs[j], 0, src, "streamed bases")?;
-            }
+            ring.upload_from(cp, &mut bufs[j], 0, src, pinned, "streamed bases")?;
             dev.stream
                 .wait(&cp.mark()?)
                 .map_err(|e| backend_err(format!("kernels waiting for streamed bases: {e:?}")))?;

@@ -103,66 +103,83 @@ impl PipelinedGpu {
         let mut read: [Option<CudaEvent>; 2] = [None, None];
         let threads = gather_threads();
         let tail = as_bytes(&split.tail);
-        for (k, c) in chunks.iter().enumerate() {
-            let j = k % 2;
-            if let Some(ev) = read[j].take() {
-                cp.stream
-                    .wait(&ev)
-                    .map_err(|e| backend_err(format!("copy stream waiting for an MSM: {e:?}")))?;
-            }
-            let idx = g.indices(c, threads).ok_or_else(|| {
-                backend_err(format!("gathered chunk {k}: not a chunk of its plan"))
-            })?;
-            ring.upload_with(
-                cp,
-                &mut bufs[j],
-                0,
-                idx.len(),
-                affine,
-                "gathered bases",
-                |host, first, count| {
-                    gather_bytes(
-                        host,
-                        host_bases,
-                        affine,
-                        &idx[first..first + count],
-                        threads,
-                    )
-                },
-            )?;
-            if upload_scalars && c.tail > 0 {
+        // Chunk k+1's indices are found on a thread of their own while chunk k is packed, so the
+        // copy pump never waits on them between chunks.
+        let index = |k: usize| {
+            g.indices(&chunks[k], threads)
+                .ok_or_else(|| backend_err(format!("gathered chunk {k}: not a chunk of its plan")))
+        };
+        std::thread::scope(|s| -> Result<()> {
+            let mut next = Some(s.spawn(|| index(0)));
+            for (k, c) in chunks.iter().enumerate() {
+                let idx = next
+                    .take()
+                    .ok_or_else(|| backend_err("gathered chunk: indices missing"))?
+                    .join()
+                    .map_err(|_| {
+                        backend_err(format!("gathered chunk {k}: finding its indices panicked"))
+                    })??;
+                if k + 1 < chunks.len() {
+                    next = Some(s.spawn(move || index(k + 1)));
+                }
+                let j = k % 2;
+                if let Some(ev) = read[j].take() {
+                    cp.stream.wait(&ev).map_err(|e| {
+                        backend_err(format!("copy stream waiting for an MSM: {e:?}"))
+                    })?;
+                }
                 ring.upload_with(
                     cp,
-                    scalars,
-                    32 * c.tail_before,
-                    c.tail,
-                    32,
-                    "gathered tail scalars",
+                    &mut bufs[j],
+                    0,
+                    idx.len(),
+                    affine,
+                    "gathered bases",
                     |host, first, count| {
-                        gather_bytes(host, tail, 32, &idx[first..first + count], threads)
+                        gather_bytes(
+                            host,
+                            host_bases,
+                            affine,
+                            &idx[first..first + count],
+                            threads,
+                        )
                     },
                 )?;
-            }
-            dev.stream
-                .wait(&cp.mark()?)
-                .map_err(|e| backend_err(format!("kernels waiting for gathered bases: {e:?}")))?;
-            let k0 = dev.mark()?;
-            if c.tail > 0 {
-                let live = c.tail as u64;
-                let plan = MsmPlan::on_sparse(dev, live, live, curve);
-                let at = scalars.at(32 * c.tail_before);
-                if let Some(q) = QueuedMsm::at(dev, bufs[j].ptr(), at, &plan)? {
-                    out.msms.push(q);
+                if upload_scalars && c.tail > 0 {
+                    ring.upload_with(
+                        cp,
+                        scalars,
+                        32 * c.tail_before,
+                        c.tail,
+                        32,
+                        "gathered tail scalars",
+                        |host, first, count| {
+                            gather_bytes(host, tail, 32, &idx[first..first + count], threads)
+                        },
+                    )?;
                 }
+                dev.stream.wait(&cp.mark()?).map_err(|e| {
+                    backend_err(format!("kernels waiting for gathered bases: {e:?}"))
+                })?;
+                let k0 = dev.mark()?;
+                if c.tail > 0 {
+                    let live = c.tail as u64;
+                    let plan = MsmPlan::on_sparse(dev, live, live, curve);
+                    let at = scalars.at(32 * c.tail_before);
+                    if let Some(q) = QueuedMsm::at(dev, bufs[j].ptr(), at, &plan)? {
+                        out.msms.push(q);
+                    }
+                }
+                if c.ones > 0 {
+                    let at = bufs[j].at(c.tail * affine);
+                    out.ones
+                        .push(batch_add_at(dev, curve, at, bits.ptr(), c.ones as u64)?);
+                }
+                busy.spans.push((k0, dev.mark()?));
+                read[j] = Some(dev.mark()?);
             }
-            if c.ones > 0 {
-                let at = bufs[j].at(c.tail * affine);
-                out.ones
-                    .push(batch_add_at(dev, curve, at, bits.ptr(), c.ones as u64)?);
-            }
-            busy.spans.push((k0, dev.mark()?));
-            read[j] = Some(dev.mark()?);
-        }
+            Ok(())
+        })?;
         let [b0, b1] = bufs;
         self.free_after_kernels(vec![b0, b1, bits])?;
         Ok(out)

@@ -70,12 +70,16 @@ struct Matrices<'r> {
     read: [Option<CudaEvent>; 2],
     k: usize,
     piece: u64,
+    /// The recording's host image is registered: pieces are copied straight from it.
+    pinned: bool,
 }
 
 impl PipelinedGpu {
     /// H's coefficients (natural order, `n` of them) of the recorded partition `r`, its products
     /// computed on the device with the matrices streamed in pieces of at most `piece` entries
     /// (see the module documentation); every row's `a·b = c` checked where `r` asks it.
+    /// `pinned`: the recording's host image is registered (its pieces copied straight from it).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn h_from_streamed_products(
         &self,
         ring: &mut Ring,
@@ -83,12 +87,13 @@ impl PipelinedGpu {
         r: &Recorded,
         d: &HDomain,
         piece: u64,
+        pinned: bool,
         index: usize,
     ) -> Result<DevBuf> {
         let dev = &self.kernels;
         let cp = &self.stream_copy;
         let n = 1usize << d.log_n;
-        let mut ms = self.open_matrices(ring, r, piece)?;
+        let mut ms = self.open_matrices(ring, r, piece, pinned)?;
         let a = cp.alloc_zeroed(32 * n, "recorded products")?;
         let mut b = cp.alloc_zeroed(32 * n, "recorded products")?;
         self.spmv(ring, busy, &mut ms, 0, |p| a.at(32 * p.lo), |_, _| Ok(()))?;
@@ -133,6 +138,7 @@ impl PipelinedGpu {
         ring: &mut Ring,
         r: &'r Recorded,
         piece: u64,
+        pinned: bool,
     ) -> Result<Matrices<'r>> {
         let cp = &self.stream_copy;
         let cols = r.inputs.len() + r.aux.len();
@@ -142,7 +148,14 @@ impl PipelinedGpu {
         ring.upload(cp, &mut w, at, as_bytes(&r.aux), "witness aux")?;
         let table_host = as_bytes(r.rec.table());
         let mut table = cp.alloc(table_host.len().max(32), "recorded coefficients")?;
-        ring.upload(cp, &mut table, 0, table_host, "recorded coefficients")?;
+        ring.upload_from(
+            cp,
+            &mut table,
+            0,
+            table_host,
+            pinned,
+            "recorded coefficients",
+        )?;
         let bytes = 8 * (piece as usize + 1);
         Ok(Matrices {
             rec: &r.rec,
@@ -156,6 +169,7 @@ impl PipelinedGpu {
             read: [None, None],
             k: 0,
             piece,
+            pinned,
         })
     }
 
@@ -185,14 +199,17 @@ impl PipelinedGpu {
                 })?;
             }
             let rows = &rp[p.lo..=p.hi];
-            ring.upload(cp, &mut ms.ptrs[j], 0, as_bytes(rows), "row pointers")?;
-            ring.upload(
+            let pinned = ms.pinned;
+            ring.upload_from(
                 cp,
-                &mut ms.ents[j],
+                &mut ms.ptrs[j],
                 0,
-                as_bytes(&ent[p.e0..p.e1]),
-                "entries",
+                as_bytes(rows),
+                pinned,
+                "row pointers",
             )?;
+            let ents = as_bytes(&ent[p.e0..p.e1]);
+            ring.upload_from(cp, &mut ms.ents[j], 0, ents, pinned, "entries")?;
             dev.stream
                 .wait(&cp.mark()?)
                 .map_err(|e| backend_err(format!("kernels waiting for a matrix piece: {e:?}")))?;

@@ -206,6 +206,11 @@ impl Recording {
     pub fn is_mapped(&self) -> bool {
         matches!(self.store, Store::Mapped { .. })
     }
+    /// The image's host bytes, every matrix and the table in one range (what a GPU machine
+    /// registers to copy the matrices straight from).
+    pub fn host_image(&self) -> &[u8] {
+        words_as_bytes(self.image())
+    }
     /// Bytes the recording holds (for memory budgets).
     pub fn bytes(&self) -> u64 {
         self.sections.total() as u64 * 8
