@@ -20,6 +20,7 @@ pub mod fft;
 pub mod fixed_base;
 pub mod gather;
 pub mod gpu;
+pub mod packed_witness;
 pub mod pipeline;
 pub mod prover;
 pub mod r1cs;

@@ -163,6 +163,29 @@ pub struct Recorded {
     /// The `Prepared`'s splits are not built yet (`ProveOptions::splits_on_device`): the backend
     /// builds them from the witness and the recording's densities.
     pub splits_pending: bool,
+    /// `inputs ++ aux` packed for its upload (`packed_witness.rs`), where a GPU's uploader
+    /// packed it (the streamed tier) and it pays.
+    pub packed: Option<crate::packed_witness::PackedWitness>,
+}
+
+impl Prepared {
+    /// Packs the witness for its upload (`Recorded::packed`) where the streamed tier uploads it
+    /// (its products on the device, or the recording resident) and packing pays, on `threads`
+    /// threads of the caller's: whether it is packed. A device backend's stage calls it before
+    /// compute (the pipeline's uploader, or `compute` here).
+    pub fn pack_streamed_witness(&mut self, threads: usize) -> bool {
+        let uploads = self
+            .stream
+            .is_some_and(|t| t.device_products || t.resident_recording);
+        let Some(r) = self.recorded.as_mut().filter(|_| uploads) else {
+            return false;
+        };
+        if r.packed.is_none() {
+            r.packed = crate::packed_witness::PackedWitness::of(&r.inputs, &r.aux, threads)
+                .filter(|p| p.pays());
+        }
+        r.packed.is_some()
+    }
 }
 
 impl std::fmt::Debug for Recorded {
@@ -336,6 +359,7 @@ pub fn prepare(
                 aux: asg.aux,
                 check_satisfied: opts.check_satisfied,
                 splits_pending: opts.splits_on_device,
+                packed: None,
             }),
         };
         if opts.products_on_host {
@@ -400,6 +424,8 @@ pub fn compute(
     t: &mut Timings,
 ) -> Result<(Sums, Vec<Scalar>), EngineError> {
     let staged = if backend.stages_on_device() {
+        let mut p = p;
+        p.pack_streamed_witness(crate::packed_witness::pack_threads());
         backend.stage(&p)?
     } else {
         Staged::on_host(p)

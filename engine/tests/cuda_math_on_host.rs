@@ -903,6 +903,7 @@ const SPMV: &[&str] = &[
     "../cuda-src/fr.cuh",
     "../cuda-src/spmv.cu",
     "../cuda-src/split.cu",
+    "../cuda-src/witness.cu",
     "tests/host_math/spmv_driver.cpp",
 ];
 
@@ -1053,6 +1054,51 @@ fn recorded_products_match_the_cpu_on_the_host() {
                     .all(|v| v.iter().all(|x| bool::from(x.is_zero()))),
                 "zero witness, non-zero product"
             );
+        }
+    }
+}
+
+/// The device's unpacking of a packed witness (`unpack_witness`, cuda-src/witness.cu) against
+/// the witness itself and the host's model (`PackedWitness::unpack`): fresh random witnesses of
+/// zeros, ones, `-1`, `2` and random values, all ones, all zeros, all others; sizes 0, under one
+/// word, one word exactly and across words.
+#[test]
+fn an_unpacked_witness_is_the_witness_on_the_host() {
+    use cuzk_engine::packed_witness::PackedWitness;
+    use rand::Rng;
+    let Some(exe) = program(SPMV, "") else { return };
+    let mut rng = rng();
+    for n in [0usize, 1, 5, 63, 64, 65, 200, 1031] {
+        for kind in 0..4 {
+            let w: Vec<Scalar> = (0..n)
+                .map(|_| match kind {
+                    1 => Scalar::ONE,
+                    2 => Scalar::ZERO,
+                    3 => Scalar::random(&mut rng),
+                    _ => match rng.gen_range(0..5) {
+                        0 => Scalar::ZERO,
+                        1 => Scalar::ONE,
+                        2 => -Scalar::ONE,
+                        3 => Scalar::from(2u64),
+                        _ => Scalar::random(&mut rng),
+                    },
+                })
+                .collect();
+            let cut = n.min(3);
+            let p = PackedWitness::of(&w[..cut], &w[cut..], 3).unwrap();
+            let hdr = [n as u64, p.values.len() as u64];
+            let req = [
+                as_bytes(&[3u64]),
+                as_bytes(&hdr),
+                as_bytes(&p.ones),
+                as_bytes(&p.others),
+                as_bytes(&p.ranks),
+                as_bytes(&p.values),
+            ]
+            .concat();
+            let out = exchange(&exe, &req, &format!("unpack of {n}"));
+            assert_eq!(out, as_bytes(&w), "{n} elements of kind {kind}");
+            assert_eq!(p.unpack(), w);
         }
     }
 }

@@ -3,7 +3,8 @@
 //! matrices streamed in row pieces, tiny pieces here, or resident with the queries' scalars built
 //! there from the witness), the queries' scalars uploaded one at a time, or only the bases of
 //! their nonzero scalars gathered (`streamed_gather.rs`: bits and sha256 gather, mulchain does
-//! not) — proofs byte-identical to the CPU backend's for the same `r, s`, with chunks that do and
+//! not), the witness uploaded packed where the device uploads it (`packed_witness.rs`: bits and
+//! sha256 pack; mulchain's dense witness does not) — proofs byte-identical to the CPU backend's for the same `r, s`, with chunks that do and
 //! do not divide the bases, many ones (chunked batch additions), and with the bases resident. Ignored (`#[ignore]`, reason given) where there is no GPU: `make test-gpu`.
 
 use bellperson::Circuit;

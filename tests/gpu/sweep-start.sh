@@ -6,12 +6,16 @@
 #   SWEEP=16384,0 COUNT=2 J=2 WATCH=470 BUNDLE/sweep-start.sh      (then BUNDLE/sweep-wait.sh)
 # With THEN_SWEEP (e.g. 16384,24576,32768,0), a second sweep follows the first in /tmp/sweep2, at
 # THEN_J (default 1) and THEN_COUNT (default 1): `DIR=/tmp/sweep2 BUNDLE/sweep-wait.sh` collects it.
+# With H2D=1, the copy paths' rates (`bench kernels --only h2d`) are printed first.
 # If gpu_streamed fails, compute-sanitizer runs it and the sweep takes the whole card only.
 B=$(cd "$(dirname "$0")" && pwd)
 export CUZK_KERNEL_CACHE=$B/kcache
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; free -g | head -2
 echo "cuzk $(cat $B/COMMIT) tests $(cat $B/COMMIT.tests)"
 t0=$(date +%s)
+if [ -n "${H2D:-}" ]; then
+  timeout 120 "$B/cuzk" bench kernels --only h2d --reps 3 > "$OUT/h2d.log" 2>&1; echo "h2d rc=$?"; grep -E '^h2d_' "$OUT/h2d.log"
+fi
 timeout 240 "$B/gpu_streamed" --ignored --test-threads=1 > "$OUT/gpu_streamed.log" 2>&1
 echo "gpu_streamed rc=$? in $(( $(date +%s) - t0 )) s"; grep -E '^test |test result|panicked|Error' "$OUT/gpu_streamed.log" | head -8
 if grep -q 'test result: ok. 1 passed' "$OUT/gpu_streamed.log"; then SW=${SWEEP:-16384,0,24576,32768}; else

@@ -97,7 +97,9 @@ impl Dims {
     /// Host bytes of one partition synthesized witness-only whose MSM scalar splits are left to
     /// the device (`ProveOptions::splits_on_device`): the witness and the A and B density
     /// bitmaps, and synthesis's own temporaries beside them (the circuit's values, the parallel
-    /// pieces; measured at 2.4 % of the witness at 2 KiB, counted as 1/16 of it).
+    /// pieces; measured at 2.4 % of the witness at 2 KiB, counted as 1/16 of it). A streamed
+    /// partition's packed witness (`packed_witness.rs`, made after synthesis, at most 1/16 of
+    /// the witness: `MAX_SHARE_DEN`) lies within the same 1/16.
     /// `tests/host_size.rs` measures the real peak against it.
     pub fn host_witness(&self) -> u64 {
         let densities = (2 * self.aux + self.a).div_ceil(8);

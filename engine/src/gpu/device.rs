@@ -134,7 +134,12 @@ const KERNELS: &[(Module, &[&str])] = &[
     ),
     (
         Module::Spmv,
-        &["spmv_rows", "spmv_unsatisfied", "split_gather"],
+        &[
+            "spmv_rows",
+            "spmv_unsatisfied",
+            "split_gather",
+            "unpack_witness",
+        ],
     ),
     (Module::FixedBase, &["fixed_base_g1", "fixed_base_g2"]),
 ];

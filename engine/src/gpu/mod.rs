@@ -27,6 +27,7 @@ pub mod stream_plan;
 pub mod streamed;
 pub mod streamed_gather;
 pub mod streamed_products;
+mod witness_upload;
 
 pub use backend::GpuBackend;
 pub use device::{probe, GpuDevice};

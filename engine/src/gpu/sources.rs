@@ -83,6 +83,7 @@ impl Module {
         });
         if self == Module::Spmv {
             parts.push(("split.cu", include_str!("../../../cuda-src/split.cu")));
+            parts.push(("witness.cu", include_str!("../../../cuda-src/witness.cu")));
         }
         parts
     }

@@ -486,16 +486,7 @@ impl PipelinedGpu {
         let dev = &self.kernels;
         let cp = &self.stream_copy;
         let dr = self.device_recording(&r.rec)?;
-        let cols = r.inputs.len() + r.aux.len();
-        let mut w = cp.alloc(32 * cols.max(1), "witness")?;
-        ring.upload(cp, &mut w, 0, as_bytes(&r.inputs), "witness inputs")?;
-        ring.upload(
-            cp,
-            &mut w,
-            32 * r.inputs.len(),
-            as_bytes(&r.aux),
-            "witness aux",
-        )?;
+        let w = self.upload_witness(ring, r)?;
         dev.stream
             .wait(&cp.mark()?)
             .map_err(|e| backend_err(format!("kernels waiting for the witness: {e:?}")))?;

@@ -141,11 +141,7 @@ impl PipelinedGpu {
         pinned: bool,
     ) -> Result<Matrices<'r>> {
         let cp = &self.stream_copy;
-        let cols = r.inputs.len() + r.aux.len();
-        let mut w = cp.alloc(32 * cols.max(1), "witness")?;
-        ring.upload(cp, &mut w, 0, as_bytes(&r.inputs), "witness inputs")?;
-        let at = 32 * r.inputs.len();
-        ring.upload(cp, &mut w, at, as_bytes(&r.aux), "witness aux")?;
+        let w = self.upload_witness(ring, r)?;
         let table_host = as_bytes(r.rec.table());
         let mut table = cp.alloc(table_host.len().max(32), "recorded coefficients")?;
         ring.upload_from(

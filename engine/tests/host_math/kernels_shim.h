@@ -28,6 +28,7 @@ inline u64 min(u64 a, u64 b) { return a < b ? a : b; }
 inline u32 max(u32 a, u32 b) { return a > b ? a : b; }
 inline u64 max(u64 a, u64 b) { return a > b ? a : b; }
 inline int __ffsll(long long x) { return __builtin_ffsll(x); }
+inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
 inline u32 __clz(u32 x) { return x == 0 ? 32 : (u32)__builtin_clz(x); }
 inline u64 __brevll(u64 x) {
     u64 r = 0;

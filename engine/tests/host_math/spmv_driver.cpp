@@ -1,11 +1,13 @@
-// Appended after shim.h, kernels_shim.h, field.cuh, fr.cuh, cuda-src/spmv.cu and split.cu. One request on
+// Appended after shim.h, kernels_shim.h, field.cuh, fr.cuh, cuda-src/spmv.cu, split.cu and witness.cu. One request on
 // stdin, u64 words first, kernels run one thread after another (as `grid(rows, 256)` launches):
 //   mode 0, products: u64 rows, cols, nnz, table; the row pointers (rows + 1 u64), the entries
 //     (nnz u64), the table (Fr) and the witness w (cols Fr) → spmv_rows → the rows' values (Fr);
 //   mode 1, row check: u64 rows; a, b, c (rows Fr each) → spmv_unsatisfied → u64 first bad row
 //     (rows when none);
 //   mode 2, split: u64 cols, n, has_idx, base; the indices (n u32, if has_idx) and the witness
-//     (cols Fr) → split_gather (one thread a 64-output word) → tail (n Fr), then ones (⌈n/64⌉ u64), then the nonzero tail count (u64).
+//     (cols Fr) → split_gather (one thread a 64-output word) → tail (n Fr), then ones (⌈n/64⌉ u64), then the nonzero tail count (u64);
+//   mode 3, unpack: u64 n, values; ones and others (⌈n/64⌉ u64 each), ranks (⌈n/64⌉ u32) and the
+//     values (Fr) → unpack_witness (one thread an element) → the witness (n Fr).
 
 static int products() {
     u64 hdr[4];
@@ -50,8 +52,20 @@ static int split() {
     return fwrite(&count, 8, 1, stdout) == 1 ? 0 : 1;
 }
 
+static int unpack() {
+    u64 hdr[2];
+    if (fread(hdr, 8, 2, stdin) != 2) return 1;
+    const u64 n = hdr[0], nv = hdr[1], words = (n + 63) / 64;
+    std::vector<u64> ones(words + 1), others(words + 1);
+    std::vector<u32> ranks(words + 1), values(8 * nv + 8), w(8 * n + 8, 0xdeadbeef);
+    if (fread(ones.data(), 8, words, stdin) != words || fread(others.data(), 8, words, stdin) != words) return 1;
+    if (fread(ranks.data(), 4, words, stdin) != words || fread(values.data(), 32, nv, stdin) != nv) return 1;
+    launch(n, [&] { unpack_witness(w.data(), ones.data(), others.data(), ranks.data(), values.data(), n); });
+    return fwrite(w.data(), 32, n, stdout) == n ? 0 : 1;
+}
+
 int main() {
     u64 mode;
     if (fread(&mode, 8, 1, stdin) != 1) return 1;
-    return mode == 0 ? products() : mode == 1 ? check() : mode == 2 ? split() : 1;
+    return mode == 0 ? products() : mode == 1 ? check() : mode == 2 ? split() : mode == 3 ? unpack() : 1;
 }
