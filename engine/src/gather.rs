@@ -115,6 +115,56 @@ impl Gather {
         }
     }
 
+    /// The nonzero-tail bitmap (bit `i % 64` of word `i / 64`), the words past the split clear.
+    pub fn nonzero_words(&self) -> &[u64] {
+        &self.nonzero
+    }
+
+    /// The nonzero tail scalars before each word of [`Gather::nonzero_words`].
+    pub fn tail_ranks(&self) -> Vec<u32> {
+        let mut total = 0u32;
+        self.nonzero
+            .iter()
+            .map(|w| {
+                let r = total;
+                total = total.wrapping_add(w.count_ones());
+                r
+            })
+            .collect()
+    }
+
+    /// The nonzero tail scalars in index order, read through the bitmap (only their own
+    /// memory); `split` must be the plan's own.
+    pub fn tail_values(&self, split: &Split) -> Vec<Scalar> {
+        let mut out = Vec::with_capacity(self.tail_total);
+        for (b, &w) in self.nonzero.iter().enumerate() {
+            let mut bits = w;
+            while bits != 0 {
+                let i = b * BLOCK + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if let Some(v) = split.tail.get(i) {
+                    out.push(*v);
+                }
+            }
+        }
+        out
+    }
+
+    /// The nonzero tail scalars among points `lo..hi` (`lo` a multiple of 64).
+    pub fn tail_between(&self, lo: usize, hi: usize) -> usize {
+        let (w0, w1) = (lo / BLOCK, hi.div_ceil(BLOCK).min(self.nonzero.len()));
+        let mut count = 0;
+        for (k, &w) in self.nonzero[w0.min(w1)..w1].iter().enumerate() {
+            let start = (w0 + k) * BLOCK;
+            let mut word = w;
+            if hi < start + BLOCK {
+                word &= (1u64 << (hi - start)) - 1;
+            }
+            count += word.count_ones() as usize;
+        }
+        count
+    }
+
     /// Points of the split.
     pub fn len(&self) -> usize {
         self.n

@@ -193,3 +193,47 @@ fn a_gathered_query_msm_is_the_whole_msm_on_g1_and_g2() {
         "a plan of another split's length is refused"
     );
 }
+
+/// What packs a streamed query's tail scalars for their upload (`gpu/witness_upload.rs`): the
+/// plan's bitmap, each word's rank and the nonzero values in order unpack to the tail (the
+/// device kernel's host model, `PackedWitness`), and a range's nonzero count matches the tail's.
+#[test]
+fn a_plan_packs_its_tail_and_counts_any_range_of_it() {
+    use cuzk_engine::packed_witness::PackedWitness;
+    for (n, ones, others) in [
+        (10_000, 0.5, 0.01),
+        (4097, 0.0, 0.3),
+        (64 * 50, 1.0, 0.0),
+        (777, 0.0, 0.0),
+        (1, 0.0, 1.0),
+        (0, 0.5, 0.5),
+    ] {
+        let s = split(n, ones, others, 7 + n as u64);
+        let g = Gather::of(&s, 3);
+        let packed = PackedWitness {
+            len: n,
+            ones: vec![0; n.div_ceil(64)],
+            others: g.nonzero_words().to_vec(),
+            ranks: g.tail_ranks(),
+            values: g.tail_values(&s),
+        };
+        assert_eq!(packed.values, Gather::packed_tail(&s));
+        assert_eq!(packed.unpack(), s.tail, "{n} points");
+        let nonzero = |lo: usize, hi: usize| {
+            s.tail[lo..hi]
+                .iter()
+                .filter(|x| !bool::from(x.is_zero()))
+                .count()
+        };
+        for (lo, hi) in [
+            (0, n),
+            (0, n / 2),
+            (64 * (n / 128), n),
+            (64, (n / 3).max(64)),
+        ] {
+            if lo <= hi && hi <= n {
+                assert_eq!(g.tail_between(lo, hi), nonzero(lo, hi), "{lo}..{hi} of {n}");
+            }
+        }
+    }
+}

@@ -3,7 +3,8 @@
 //! matrices streamed in row pieces, tiny pieces here, or resident with the queries' scalars built
 //! there from the witness), the queries' scalars uploaded one at a time, or only the bases of
 //! their nonzero scalars gathered (`streamed_gather.rs`: bits and sha256 gather, mulchain does
-//! not), the witness uploaded packed where the device uploads it (`packed_witness.rs`: bits and
+//! not; with the bases taken as registered none gathers, and the tails' scalars cross packed),
+//! the witness uploaded packed where the device uploads it (`packed_witness.rs`: bits and
 //! sha256 pack; mulchain's dense witness does not) — proofs byte-identical to the CPU backend's for the same `r, s`, with chunks that do and
 //! do not divide the bases, many ones (chunked batch additions), and with the bases resident. Ignored (`#[ignore]`, reason given) where there is no GPU: `make test-gpu`.
 
@@ -29,16 +30,19 @@ fn same<C: Circuit<Scalar> + Clone + Send>(name: &str, gpu: &PipelinedGpu, c: C)
         .prove(vec![c.clone(), c.clone()], &r, &s)
         .unwrap()
         .to_bytes();
-    // (chunk, resident bases, device products, resident recording); `PipelinedGpu` leaves the
-    // splits to the device (`Prover` sets `splits_on_device` for it).
-    for (chunk, resident_bases, device_products, resident_recording) in [
-        (64u64, false, false, false),
-        (4096 + 64, false, true, false),
-        (1 << 22, false, true, false),
-        (1 << 22, true, false, false),
-        (1 << 22, true, true, false),
-        (1 << 22, true, true, true),
-        (4096 + 64, false, true, true),
+    // (chunk, resident bases, device products, resident recording, pinned); `PipelinedGpu`
+    // leaves the splits to the device (`Prover` sets `splits_on_device` for it). `pinned`: the
+    // bases taken as registered (copied straight; here from pageable memory, which the driver
+    // copies too), so no query gathers and the tails' scalars cross packed.
+    for (chunk, resident_bases, device_products, resident_recording, pinned) in [
+        (64u64, false, false, false, false),
+        (4096 + 64, false, true, false, false),
+        (4096 + 64, false, true, false, true),
+        (1 << 22, false, true, false, false),
+        (1 << 22, true, false, false, false),
+        (1 << 22, true, true, false, false),
+        (1 << 22, true, true, true, false),
+        (4096 + 64, false, true, true, false),
     ] {
         for recorded in [true, false] {
             let mut p = Prover::new(&srs, gpu);
@@ -49,8 +53,8 @@ fn same<C: Circuit<Scalar> + Clone + Send>(name: &str, gpu: &PipelinedGpu, c: C)
                     resident_bases,
                     device_products,
                     resident_recording,
-                    pinned_bases: false,
-                    pinned_recording: false,
+                    pinned_bases: pinned,
+                    pinned_recording: pinned,
                 }),
                 ..ProveOptions::default()
             };
@@ -61,7 +65,7 @@ fn same<C: Circuit<Scalar> + Clone + Send>(name: &str, gpu: &PipelinedGpu, c: C)
             assert_eq!(
                 ours.to_bytes(),
                 cpu,
-                "{name}: streamed (chunk {chunk}, resident {resident_bases}, device products {device_products}, resident recording {resident_recording}, recorded {recorded}) differs from the CPU"
+                "{name}: streamed (chunk {chunk}, resident {resident_bases}, device products {device_products}, resident recording {resident_recording}, pinned {pinned}, recorded {recorded}) differs from the CPU"
             );
         }
     }

@@ -136,6 +136,8 @@ struct Scalars<'h> {
     n: u64,
     /// The nonzero count of all `n`, where known without the host tail (built on the device).
     live: Option<u64>,
+    /// The host split's gather plan, whose bitmap counts a chunk's nonzero scalars.
+    plan: Option<&'h Gather>,
 }
 
 impl Scalars<'_> {
@@ -146,6 +148,7 @@ impl Scalars<'_> {
             host: None,
             n: s.n,
             live: Some(s.live),
+            plan: None,
         }
     }
 }
@@ -257,6 +260,7 @@ impl PipelinedGpu {
             host: None,
             n: (n - 1) as u64,
             live: None,
+            plan: None,
         };
         let h_bases = resident.as_ref().map(|r| &r.h);
         let (h, host_splits, built, plans) = match on_device.take() {
@@ -520,12 +524,20 @@ impl PipelinedGpu {
         &self,
         ring: &mut Ring,
         split: &'h Split,
+        plan: Option<&'h Gather>,
         what: &str,
     ) -> Result<Scalars<'h>> {
         let cp = &self.stream_copy;
-        let tail = as_bytes(&split.tail);
-        let mut s = cp.alloc(tail.len().max(32), what)?;
-        ring.upload(cp, &mut s, 0, tail, what)?;
+        let s = match plan.filter(|g| g.len() == split.len()) {
+            // Packed by its plan's bitmap, unpacked on the device (`witness_upload.rs`).
+            Some(g) => self.upload_packed_tail(ring, split, g, what)?,
+            None => {
+                let tail = as_bytes(&split.tail);
+                let mut s = cp.alloc(tail.len().max(32), what)?;
+                ring.upload(cp, &mut s, 0, tail, what)?;
+                s
+            }
+        };
         let ones = if split.ones.count_ones() > 0 {
             let w = as_bytes(split.ones.words());
             let mut b = cp.alloc(w.len().max(8), what)?;
@@ -540,6 +552,7 @@ impl PipelinedGpu {
             host: Some(&split.tail),
             n: split.tail.len() as u64,
             live: None,
+            plan,
         })
     }
 
@@ -587,19 +600,23 @@ impl PipelinedGpu {
         busy: &mut Busy,
         (curve, host_bases, resident): (Curve, &[u8], Option<&DevBuf>),
         kept: &mut Option<Scalars<'h>>,
-        (host, plan): (Option<&'h Split>, Option<&Gather>),
+        (host, plan): (Option<&'h Split>, Option<&'h Gather>),
         (chunk, pinned): (u64, bool),
         packed: &mut Option<DevBuf>,
         what: &str,
     ) -> Result<Pieces> {
         let bases = host_bases.len() / curve.affine_bytes();
-        if let (None, None, Some(split), Some(g)) = (resident, kept.as_ref(), host, plan) {
+        // Gathered where the bases would cross the copy ring anyway; registered bases are copied
+        // straight at the link's rate, several times the ring's packing (55 against 16 GB/s on
+        // the H100, 2026-12-07), so there every base streams and only the scalars are packed.
+        let gathers = plan.filter(|g| !pinned && super::streamed_gather::gathers(g));
+        if let (None, None, Some(split), Some(g)) = (resident, kept.as_ref(), host, gathers) {
             check(what, bases, split.len() as u64)?;
             return self.msm_gathered(ring, busy, curve, host_bases, split, g, packed, chunk);
         }
         let s = match kept.take() {
             Some(s) => s,
-            None => self.query(ring, host, &format!("{what} scalars"))?,
+            None => self.query(ring, host, plan, &format!("{what} scalars"))?,
         };
         check(what, bases, s.n)?;
         let out = self.msm_streamed(ring, busy, curve, host_bases, resident, &s, (chunk, pinned));
@@ -612,10 +629,11 @@ impl PipelinedGpu {
         &self,
         ring: &mut Ring,
         host: Option<&'h Split>,
+        plan: Option<&'h Gather>,
         what: &str,
     ) -> Result<Scalars<'h>> {
         match host {
-            Some(split) => self.upload_query(ring, split, what),
+            Some(split) => self.upload_query(ring, split, plan, what),
             None => Err(backend_err(format!(
                 "{what}: neither built on the device nor on the host"
             ))),
@@ -653,6 +671,9 @@ impl PipelinedGpu {
         // Each chunk's nonzero count sizes its plan (the witness tails are ~1 % nonzero): counted
         // on the host tail, else bounded by the whole's (scalars built on the device).
         let live = |lo: u64, hi: u64| -> u64 {
+            if let Some(g) = s.plan {
+                return g.tail_between(lo as usize, hi as usize) as u64;
+            }
             match (s.host, s.live) {
                 (None, Some(all)) => all.min(hi - lo),
                 (Some(h), _) => {

@@ -6,6 +6,8 @@
 //! buffer, its batch addition the second with a bitmap of set bits; the copy of chunk k+1
 //! overlaps chunk k's kernels, as in `msm_streamed`.
 //!
+//! Only where the bases cross the copy ring (not registered): registered bases are copied
+//! straight at the link's rate, faster than the ring packs (`streamed.rs`, `query_msm_kept`).
 //! `CUZK_STREAM_GATHER=0` turns it off (every query streams all its bases, as before).
 
 use std::sync::OnceLock;
@@ -29,14 +31,18 @@ pub fn enabled() -> bool {
     *ON.get_or_init(|| std::env::var("CUZK_STREAM_GATHER").map_or(true, |v| v.trim() != "0"))
 }
 
-/// A query's gather plan, where it pays (its share of nonzero points is small enough) and the
-/// switch is on.
+/// A query's gather plan (its bitmaps): the gathered MSM's where it gathers ([`gathers`]), and
+/// where every base streams, what packs its tail scalars for their upload and counts a chunk's
+/// nonzero ones. `None` where the split is not indexed by `u32`.
 pub(super) fn plan(split: &Split) -> Option<Gather> {
-    if !enabled() {
-        return None;
-    }
     let g = Gather::of(split, gather_threads());
-    g.pays().then_some(g)
+    (u32::try_from(g.len()).is_ok()).then_some(g)
+}
+
+/// Whether a query with plan `g` gathers its bases: the switch is on and it pays (its share of
+/// nonzero points is small enough).
+pub(super) fn gathers(g: &Gather) -> bool {
+    enabled() && g.pays()
 }
 
 /// Host threads that pack a ring buffer: a gather reads scattered points, so more than a copy's.
