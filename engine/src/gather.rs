@@ -91,7 +91,7 @@ impl Gather {
                 let b = b0 + k;
                 let s = &split.tail[b * BLOCK..((b + 1) * BLOCK).min(n)];
                 *z = s.iter().enumerate().fold(0u64, |w, (i, x)| {
-                    w | (u64::from(!bool::from(x.is_zero())) << i)
+                    w | (u64::from(!crate::scalar_words::is_zero(x)) << i)
                 });
                 *o = word(split, b);
             }
@@ -298,7 +298,7 @@ impl Gather {
             .tail
             .par_iter()
             .with_min_len(1 << 14)
-            .filter(|s| !bool::from(s.is_zero()))
+            .filter(|s| !crate::scalar_words::is_zero(s))
             .copied()
             .collect()
     }

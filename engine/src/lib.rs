@@ -25,6 +25,7 @@ pub mod pipeline;
 pub mod prover;
 pub mod r1cs;
 pub mod recorded;
+pub mod scalar_words;
 pub mod setup;
 pub mod synth;
 pub mod timings;

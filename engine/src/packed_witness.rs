@@ -11,6 +11,8 @@
 use blstrs::Scalar;
 use ff::Field;
 
+use crate::scalar_words::{is_one, is_zero};
+
 /// Elements per word of either bitmap.
 const WORD: usize = 64;
 
@@ -64,9 +66,9 @@ impl PackedWitness {
                         let lo = (k * step + j) * WORD;
                         for i in lo..(lo + WORD).min(len) {
                             let v = at(i);
-                            if *v == Scalar::ONE {
+                            if is_one(v) {
                                 *o |= 1 << (i - lo);
-                            } else if !bool::from(v.is_zero()) {
+                            } else if !is_zero(v) {
                                 *t |= 1 << (i - lo);
                             }
                         }

@@ -91,12 +91,13 @@ pub struct Split {
 
 impl Split {
     pub fn new(mut scalars: Vec<Scalar>) -> Split {
-        let ones = BitVec::of(&scalars, |s| *s == Scalar::ONE);
+        use crate::scalar_words::is_one;
+        let ones = BitVec::of(&scalars, is_one);
         if ones.count_ones() > 0 {
             scalars
                 .par_iter_mut()
                 .with_min_len(1 << 12)
-                .filter(|s| **s == Scalar::ONE)
+                .filter(|s| is_one(s))
                 .for_each(|s| *s = Scalar::ZERO);
         }
         Split {
@@ -116,7 +117,7 @@ impl Split {
         self.tail
             .par_iter()
             .with_min_len(1 << 14)
-            .filter(|s| !bool::from(s.is_zero()))
+            .filter(|s| !crate::scalar_words::is_zero(s))
             .count() as u64
     }
 }
