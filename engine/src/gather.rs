@@ -17,7 +17,6 @@
 use std::ops::Range;
 
 use blstrs::Scalar;
-use ff::Field;
 use rayon::prelude::*;
 
 use crate::prover::Split;

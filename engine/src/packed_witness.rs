@@ -196,7 +196,7 @@ mod tests {
                     .count();
                 assert_eq!(p.values.len(), others);
                 // The bits past the end are clear.
-                if w.len() % 64 != 0 {
+                if !w.len().is_multiple_of(64) {
                     let last = p.ones.len() - 1;
                     let past = !0u64 << (w.len() % 64);
                     assert_eq!((p.ones[last] | p.others[last]) & past, 0);
