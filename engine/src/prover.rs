@@ -62,6 +62,11 @@ pub struct ProveOptions {
     /// Run every partition in the streamed tier (`Prepared::stream`): what the pipeline sets on
     /// a partition whose card cannot hold it whole; here for tests and benchmarks.
     pub stream: Option<crate::gpu::stream_plan::StreamTier>,
+    /// On the recorded path, pack the witness for its upload (`Recorded::packed`,
+    /// `packed_witness.rs`) at `prepare`, on the synthesis thread: the pipeline sets it where
+    /// partitions may take the streamed tier, whose device uploads the witness. `prepare`
+    /// packs a partition given a streamed tier that uploads it (`stream`) anyway. Off by default.
+    pub pack_witness: bool,
     /// Checked by the heavy steps at their boundaries (`Prepared::cancel`): once set, a
     /// partition's compute ends with `EngineError::Cancelled` (`cancel.rs`).
     pub cancel: Cancel,
@@ -76,6 +81,7 @@ impl Default for ProveOptions {
             splits_on_device: false,
             products_on_host: false,
             stream: None,
+            pack_witness: false,
             cancel: Cancel::default(),
         }
     }
@@ -170,15 +176,11 @@ pub struct Recorded {
 }
 
 impl Prepared {
-    /// Packs the witness for its upload (`Recorded::packed`) where the streamed tier uploads it
-    /// (its products on the device, or the recording resident) and packing pays, on `threads`
-    /// threads of the caller's: whether it is packed. A device backend's stage calls it before
-    /// compute (the pipeline's uploader, or `compute` here).
-    pub fn pack_streamed_witness(&mut self, threads: usize) -> bool {
-        let uploads = self
-            .stream
-            .is_some_and(|t| t.device_products || t.resident_recording);
-        let Some(r) = self.recorded.as_mut().filter(|_| uploads) else {
+    /// Packs the recorded witness for its upload (`Recorded::packed`) where packing pays, on
+    /// `threads` threads of the caller's (`prepare` does, where `ProveOptions::pack_witness` or
+    /// its streamed tier asks): whether it is packed.
+    pub fn pack_witness(&mut self, threads: usize) -> bool {
+        let Some(r) = self.recorded.as_mut() else {
             return false;
         };
         if r.packed.is_none() {
@@ -365,6 +367,10 @@ pub fn prepare(
         };
         if opts.products_on_host {
             p.complete_on_host()?;
+        } else if opts.pack_witness || p.stream.is_some_and(|t| t.uploads_witness()) {
+            // Here on the synthesis thread, while the GPU proves the partition before; a GPU's
+            // uploader hands a streamed partition on only when its compute is free.
+            p.pack_witness(crate::packed_witness::pack_threads());
         }
         return Ok(p);
     }
@@ -425,8 +431,6 @@ pub fn compute(
     t: &mut Timings,
 ) -> Result<(Sums, Vec<Scalar>), EngineError> {
     let staged = if backend.stages_on_device() {
-        let mut p = p;
-        p.pack_streamed_witness(crate::packed_witness::pack_threads());
         backend.stage(&p)?
     } else {
         Staged::on_host(p)

@@ -1,10 +1,12 @@
 //! The recorded path with its products left to the backend (`Assignment::deferred`,
 //! `Prepared::recorded`): completed on the host, it is exactly the full path's `Prepared`; and
 //! proofs through it are byte-identical to proofs with recording off, on every example circuit,
-//! on the CPU backend. An unsatisfied witness on this path is still an error.
+//! on the CPU backend. An unsatisfied witness on this path is still an error. Packed at
+//! synthesis where asked, the witness unpacks to itself.
 
 use blstrs::Scalar;
 use cuzk_engine::circuits::{Example, Square};
+use cuzk_engine::packed_witness::PackedWitness;
 use cuzk_engine::prover::{prepare, Prepared, ProveOptions, Split};
 use cuzk_engine::recorded::{record, witness, RecordOptions, RecordingCache};
 use cuzk_engine::setup::generate;
@@ -109,6 +111,35 @@ fn deferred_products_completed_on_the_host_equal_the_full_prepare() {
                 "{name}: prepare left the products with products_on_host"
             );
             same_prepared(&format!("{name} seed {seed}, products on host"), &p, &full);
+            // The witness packed at synthesis (`pack_witness`, the pipeline's choice where
+            // partitions may stream): where it pays, it unpacks to the witness; never otherwise.
+            let values = witness(&rec, make(seed), 0, 1, 0).unwrap();
+            let packing = ProveOptions {
+                splits_on_device: true,
+                pack_witness: true,
+                ..ProveOptions::default()
+            };
+            let p = prepare(0, rec.deferred(values.clone(), 0).unwrap(), &srs, &packing)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let r = p.recorded.as_ref().expect("recorded");
+            let w: Vec<Scalar> = r.inputs.iter().chain(&r.aux).copied().collect();
+            let pays = PackedWitness::of(&r.inputs, &r.aux, 2).unwrap().pays();
+            assert_eq!(
+                r.packed.is_some(),
+                pays,
+                "{name}: packed where it pays, only there"
+            );
+            if let Some(packed) = &r.packed {
+                assert_eq!(packed.unpack(), w, "{name}: the packed witness");
+            }
+            if name == "bits" || name == "sha256" {
+                assert!(pays, "{name}: a witness of bits packs");
+            }
+            let plain = prepare(0, rec.deferred(values, 0).unwrap(), &srs, &left).unwrap();
+            assert!(
+                plain.recorded.as_ref().unwrap().packed.is_none(),
+                "{name}: packed unasked"
+            );
         }
     }
 }

@@ -7,8 +7,9 @@
 //! freed. A partition of the streamed tier (`Prepared::stream`) is handed on as it is (its steps
 //! upload what they need inside compute); the SRS's host bases it streams from are pinned once
 //! per parameter set, and the recording's matrices it streams once per recording (each kept
-//! while it is streamed here, `held_pin.rs`), so their chunks are copied straight from them; its
-//! witness is packed here for its upload (`packed_witness.rs`).
+//! while it is streamed here, `held_pin.rs`), so their chunks are copied straight from them (its
+//! witness was packed at synthesis, `ProveOptions::pack_witness`: the dispatcher hands a streamed
+//! partition here only when the GPU's compute is free, so what runs here is on the GPU's turn).
 //!
 //! `DropResident` runs the backend's `evict_resident` on this GPU's own uploader thread (the
 //! resident bases freed after the kernel stream); `UnpinStaging`, at shutdown, unpins the
@@ -181,11 +182,6 @@ impl Handler<Upload> for UploadActor {
             }
             self.timeline
                 .record(key, "pin", lane, pin, Instant::now(), 0);
-            // The witness packed for its upload (its zeros and ones as bitmaps), here, while
-            // the GPU still works on the partition before it.
-            if self.backend.stages_on_device() {
-                prepared.pack_streamed_witness(cuzk_engine::packed_witness::pack_threads());
-            }
             let staged = Staged::on_host(prepared);
             self.timeline
                 .record(key, "upload", lane, start, Instant::now(), 0);

@@ -134,6 +134,12 @@ pub fn msm_scratch(g1: u64, g2: u64) -> u64 {
 }
 
 impl StreamTier {
+    /// Whether the device uploads the partition's witness (its products on the device, or the
+    /// recording resident): what `prepare` packs (`packed_witness.rs`).
+    pub fn uploads_witness(&self) -> bool {
+        self.device_products || self.resident_recording
+    }
+
     /// The steps in order with their live device bytes.
     pub fn phases(&self, d: &PartDims) -> Vec<Phase> {
         let dom = domain_bytes(d.n);
