@@ -138,7 +138,7 @@ impl BitVec {
 }
 
 /// Indices of the set bits of `words`, in order, counted from bit index `base`.
-fn set_bits(words: &[u64], base: usize) -> impl Iterator<Item = usize> + '_ {
+pub(crate) fn set_bits(words: &[u64], base: usize) -> impl Iterator<Item = usize> + '_ {
     words.iter().enumerate().flat_map(move |(w, &word)| {
         let mut bits = word;
         std::iter::from_fn(move || {
@@ -149,6 +149,20 @@ fn set_bits(words: &[u64], base: usize) -> impl Iterator<Item = usize> + '_ {
             })
         })
     })
+}
+
+/// Each word's rank: the set bits of `words` before it (a packed vector's index of its first
+/// value there; `packed_witness.rs`, `gather.rs`). The counts must fit `u32`.
+pub(crate) fn word_ranks(words: &[u64]) -> Vec<u32> {
+    let mut total = 0u32;
+    words
+        .iter()
+        .map(|w| {
+            let r = total;
+            total = total.wrapping_add(w.count_ones());
+            r
+        })
+        .collect()
 }
 
 impl FromIterator<bool> for BitVec {

@@ -19,6 +19,7 @@ use std::ops::Range;
 use blstrs::Scalar;
 use rayon::prelude::*;
 
+use crate::density::set_bits;
 use crate::prover::Split;
 
 /// Points per block: a word of the ones bitmap.
@@ -121,31 +122,14 @@ impl Gather {
 
     /// The nonzero tail scalars before each word of [`Gather::nonzero_words`].
     pub fn tail_ranks(&self) -> Vec<u32> {
-        let mut total = 0u32;
-        self.nonzero
-            .iter()
-            .map(|w| {
-                let r = total;
-                total = total.wrapping_add(w.count_ones());
-                r
-            })
-            .collect()
+        crate::density::word_ranks(&self.nonzero)
     }
 
     /// The nonzero tail scalars in index order, read through the bitmap (only their own
     /// memory); `split` must be the plan's own.
     pub fn tail_values(&self, split: &Split) -> Vec<Scalar> {
         let mut out = Vec::with_capacity(self.tail_total);
-        for (b, &w) in self.nonzero.iter().enumerate() {
-            let mut bits = w;
-            while bits != 0 {
-                let i = b * BLOCK + bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                if let Some(v) = split.tail.get(i) {
-                    out.push(*v);
-                }
-            }
-        }
+        out.extend(set_bits(&self.nonzero, 0).filter_map(|i| split.tail.get(i).copied()));
         out
     }
 
@@ -258,16 +242,8 @@ impl Gather {
         // One piece of blocks into its two ranges (their lengths are its words' counts).
         let fill = |r: Range<usize>, ts: &mut [u32], os: &mut [u32]| {
             let set = |words: &[u64], slots: &mut [u32]| {
-                let bits = words.iter().enumerate().flat_map(|(k, &w)| {
-                    let base = ((r.start + k) * BLOCK) as u32;
-                    std::iter::successors((w != 0).then_some(w), |w| {
-                        let next = w & (w - 1);
-                        (next != 0).then_some(next)
-                    })
-                    .map(move |w| base + w.trailing_zeros())
-                });
-                for (slot, i) in slots.iter_mut().zip(bits) {
-                    *slot = i;
+                for (slot, i) in slots.iter_mut().zip(set_bits(words, r.start * BLOCK)) {
+                    *slot = i as u32;
                 }
             };
             set(&self.nonzero[r.clone()], ts);
@@ -309,6 +285,12 @@ type Piece<'a> = (Range<usize>, &'a mut [u32], &'a mut [u32]);
 /// Threads of its own a host backend's gather takes: every core.
 pub fn host_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Host threads of their own for the streamed tier's passes beside synthesis (a gathered
+/// chunk's packing, a query's plan, a witness's packing): half the cores, at most 8.
+pub fn side_threads() -> usize {
+    (host_threads() / 2).clamp(1, 8)
 }
 
 /// `rest` cut into consecutive slices of `counts` elements, which must tile it.

@@ -5,12 +5,13 @@
 //! cuda-src/witness.cu; [`PackedWitness::unpack`] is the host's model of that kernel, element
 //! for element).
 //!
-//! Host code only, on scoped threads of its own: it runs on a GPU's uploader, and the rayon pool
-//! is synthesis's.
+//! Host code only, on scoped threads of its own: `prepare` packs it on the synthesis thread
+//! (`ProveOptions::pack_witness`), beside other partitions' synthesis on the rayon pool.
 
 use blstrs::Scalar;
 use ff::Field;
 
+use crate::density::{set_bits, word_ranks};
 use crate::scalar_words::{is_one, is_zero};
 
 /// Elements per word of either bitmap.
@@ -76,12 +77,8 @@ impl PackedWitness {
                 });
             }
         });
-        let mut ranks = Vec::with_capacity(words);
-        let mut total = 0usize;
-        for w in &others {
-            ranks.push(total as u32);
-            total += w.count_ones() as usize;
-        }
+        let ranks = word_ranks(&others);
+        let total: usize = others.iter().map(|w| w.count_ones() as usize).sum();
         // The values, each range of words writing its own part.
         let mut values = vec![Scalar::ZERO; total];
         std::thread::scope(|s| {
@@ -91,17 +88,8 @@ impl PackedWitness {
                 let (mine, tail) = rest.split_at_mut(count);
                 rest = tail;
                 s.spawn(move || {
-                    let mut out = mine.iter_mut();
-                    for (j, &w) in t.iter().enumerate() {
-                        let lo = (k * step + j) * WORD;
-                        let mut bits = w;
-                        while bits != 0 {
-                            let i = lo + bits.trailing_zeros() as usize;
-                            bits &= bits - 1;
-                            if let Some(slot) = out.next() {
-                                *slot = *at(i);
-                            }
-                        }
+                    for (slot, i) in mine.iter_mut().zip(set_bits(t, k * step * WORD)) {
+                        *slot = *at(i);
                     }
                 });
             }
@@ -143,14 +131,6 @@ impl PackedWitness {
     pub fn unpack(&self) -> Vec<Scalar> {
         (0..self.len).map(|i| self.get(i)).collect()
     }
-}
-
-/// Host threads that pack a witness.
-pub fn pack_threads() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get() / 2)
-        .unwrap_or(1)
-        .clamp(1, 8)
 }
 
 #[cfg(test)]

@@ -170,8 +170,8 @@ pub struct Recorded {
     /// The `Prepared`'s splits are not built yet (`ProveOptions::splits_on_device`): the backend
     /// builds them from the witness and the recording's densities.
     pub splits_pending: bool,
-    /// `inputs ++ aux` packed for its upload (`packed_witness.rs`), where a GPU's uploader
-    /// packed it (the streamed tier) and it pays.
+    /// `inputs ++ aux` packed for its upload (`packed_witness.rs`), where `prepare` packed it
+    /// (`ProveOptions::pack_witness`, or a streamed tier that uploads it) and it pays.
     pub packed: Option<crate::packed_witness::PackedWitness>,
 }
 
@@ -370,7 +370,7 @@ pub fn prepare(
         } else if opts.pack_witness || p.stream.is_some_and(|t| t.uploads_witness()) {
             // Here on the synthesis thread, while the GPU proves the partition before; a GPU's
             // uploader hands a streamed partition on only when its compute is free.
-            p.pack_witness(crate::packed_witness::pack_threads());
+            p.pack_witness(crate::gather::side_threads());
         }
         return Ok(p);
     }

@@ -93,10 +93,7 @@ pub(super) fn run(
         .filter(|i| (i.wrapping_mul(0x9e37_79b9) >> 31) == 1)
         .collect();
     let moved = idx.len() * elem;
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get() / 2)
-        .unwrap_or(1)
-        .clamp(1, 8);
+    let threads = crate::gather::side_threads();
     let s = wall(dev, reps, || {
         ring.upload_with(
             dev,

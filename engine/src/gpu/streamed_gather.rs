@@ -22,7 +22,7 @@ use super::ring::Ring;
 use super::streamed::{Busy, Pieces};
 use super::{as_bytes, backend_err, PipelinedGpu, Result};
 use crate::density::BitVec;
-use crate::gather::{gather_bytes, Gather};
+use crate::gather::{gather_bytes, side_threads, Gather};
 use crate::prover::Split;
 
 /// Whether the streamed tier gathers its queries' bases (`CUZK_STREAM_GATHER`, on by default).
@@ -35,7 +35,7 @@ pub fn enabled() -> bool {
 /// where every base streams, what packs its tail scalars for their upload and counts a chunk's
 /// nonzero ones. `None` where the split is not indexed by `u32`.
 pub(super) fn plan(split: &Split) -> Option<Gather> {
-    let g = Gather::of(split, gather_threads());
+    let g = Gather::of(split, side_threads());
     (u32::try_from(g.len()).is_ok()).then_some(g)
 }
 
@@ -43,14 +43,6 @@ pub(super) fn plan(split: &Split) -> Option<Gather> {
 /// nonzero points is small enough).
 pub(super) fn gathers(g: &Gather) -> bool {
     enabled() && g.pays()
-}
-
-/// Host threads that pack a ring buffer: a gather reads scattered points, so more than a copy's.
-fn gather_threads() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get() / 2)
-        .unwrap_or(1)
-        .clamp(1, 8)
 }
 
 impl PipelinedGpu {
@@ -107,7 +99,7 @@ impl PipelinedGpu {
             cp.alloc(most * affine, "gathered bases")?,
         ];
         let mut read: [Option<CudaEvent>; 2] = [None, None];
-        let threads = gather_threads();
+        let threads = side_threads();
         let tail = as_bytes(&split.tail);
         // Chunk k+1's indices are found on a thread of their own while chunk k is packed, so the
         // copy pump never waits on them between chunks.

@@ -2,7 +2,7 @@
 //! (`unpack_witness`, cuda-src/witness.cu): a bitmap of the ones, a bitmap of the other nonzero
 //! values, each word's rank among the latter and their values.
 //!
-//! - The streamed tier's witness, `inputs ++ aux`, where the GPU's uploader packed it
+//! - The streamed tier's witness, `inputs ++ aux`, where `prepare` packed it
 //!   (`packed_witness.rs`: ~2 % of a PoRep witness's bytes); else uploaded whole through the
 //!   copy ring.
 //! - A query's tail scalars (its ones zero; ~1 % of a PoRep tail nonzero), from its gather plan's
