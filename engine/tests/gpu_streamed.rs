@@ -30,19 +30,24 @@ fn same<C: Circuit<Scalar> + Clone + Send>(name: &str, gpu: &PipelinedGpu, c: C)
         .prove(vec![c.clone(), c.clone()], &r, &s)
         .unwrap()
         .to_bytes();
-    // (chunk, resident bases, device products, resident recording, pinned); `PipelinedGpu`
-    // leaves the splits to the device (`Prover` sets `splits_on_device` for it). `pinned`: the
-    // bases taken as registered (copied straight; here from pageable memory, which the driver
-    // copies too), so no query gathers and the tails' scalars cross packed.
-    for (chunk, resident_bases, device_products, resident_recording, pinned) in [
-        (64u64, false, false, false, false),
-        (4096 + 64, false, true, false, false),
-        (4096 + 64, false, true, false, true),
-        (1 << 22, false, true, false, false),
-        (1 << 22, true, false, false, false),
-        (1 << 22, true, true, false, false),
-        (1 << 22, true, true, true, false),
-        (4096 + 64, false, true, true, false),
+    // (chunk, resident bases, device products, resident recording, pinned, overlap slots);
+    // `PipelinedGpu` leaves the splits to the device (`Prover` sets `splits_on_device` for it).
+    // `pinned`: the bases taken as registered (copied straight; here from pageable memory, which
+    // the driver copies too), so no query gathers and the tails' scalars cross packed; with
+    // overlap slots, the queries' chunks run between the H-MSM's (`streamed_overlap.rs`), also
+    // with fewer slots than chunks a step and with chunks that do not divide the bases.
+    for (chunk, resident_bases, device_products, resident_recording, pinned, overlap_slots) in [
+        (64u64, false, false, false, false, 0),
+        (4096 + 64, false, true, false, false, 0),
+        (4096 + 64, false, true, false, true, 0),
+        (4096 + 64, false, true, false, true, 3),
+        (1024, false, false, false, true, 8),
+        (1 << 22, false, true, false, true, 8),
+        (1 << 22, false, true, false, false, 0),
+        (1 << 22, true, false, false, false, 0),
+        (1 << 22, true, true, false, false, 0),
+        (1 << 22, true, true, true, false, 0),
+        (4096 + 64, false, true, true, false, 0),
     ] {
         for recorded in [true, false] {
             let mut p = Prover::new(&srs, gpu);
@@ -55,6 +60,7 @@ fn same<C: Circuit<Scalar> + Clone + Send>(name: &str, gpu: &PipelinedGpu, c: C)
                     resident_recording,
                     pinned_bases: pinned,
                     pinned_recording: pinned,
+                    overlap_slots,
                 }),
                 ..ProveOptions::default()
             };
@@ -65,7 +71,7 @@ fn same<C: Circuit<Scalar> + Clone + Send>(name: &str, gpu: &PipelinedGpu, c: C)
             assert_eq!(
                 ours.to_bytes(),
                 cpu,
-                "{name}: streamed (chunk {chunk}, resident {resident_bases}, device products {device_products}, resident recording {resident_recording}, pinned {pinned}, recorded {recorded}) differs from the CPU"
+                "{name}: streamed (chunk {chunk}, resident {resident_bases}, device products {device_products}, resident recording {resident_recording}, pinned {pinned}, overlap slots {overlap_slots}, recorded {recorded}) differs from the CPU"
             );
         }
     }

@@ -37,6 +37,7 @@ fn streamed(chunk: u64, recorded: bool) -> ProveOptions {
             resident_recording: false,
             pinned_bases: false,
             pinned_recording: false,
+            overlap_slots: 0,
         }),
         ..ProveOptions::default()
     };

@@ -7,7 +7,9 @@
 # With THEN_SWEEP (e.g. 16384,24576,32768,0), a second sweep follows the first in /tmp/sweep2, at
 # THEN_J (default 1) and THEN_COUNT (default 1): `DIR=/tmp/sweep2 BUNDLE/sweep-wait.sh` collects it.
 # With H2D=1, the copy paths' rates (`bench kernels --only h2d`) are printed first.
-# If gpu_streamed fails, compute-sanitizer runs it and the sweep takes the whole card only.
+# If gpu_streamed fails, it runs again with CUZK_STREAM_OVERLAP=0 (the queries after the H-MSM):
+# if that passes, the sweep runs so; else compute-sanitizer runs it and the sweep takes the whole
+# card only.
 B=$(cd "$(dirname "$0")" && pwd)
 export CUZK_KERNEL_CACHE=$B/kcache
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; free -g | head -2
@@ -19,9 +21,15 @@ fi
 timeout 240 "$B/gpu_streamed" --ignored --test-threads=1 > "$OUT/gpu_streamed.log" 2>&1
 echo "gpu_streamed rc=$? in $(( $(date +%s) - t0 )) s"; grep -E '^test |test result|panicked|Error' "$OUT/gpu_streamed.log" | head -8
 if grep -q 'test result: ok. 1 passed' "$OUT/gpu_streamed.log"; then SW=${SWEEP:-16384,0,24576,32768}; else
-  echo "gpu_streamed FAILED: sanitizer on it, sweep on the whole card only"
-  timeout 200 /usr/local/cuda/bin/compute-sanitizer --print-limit 5 "$B/gpu_streamed" --ignored --test-threads=1 > "$OUT/sanitizer.log" 2>&1; grep -v '^=========     ' "$OUT/sanitizer.log" | tail -30
-  SW=0; fi
+  echo "gpu_streamed FAILED: again with CUZK_STREAM_OVERLAP=0"
+  CUZK_STREAM_OVERLAP=0 timeout 240 "$B/gpu_streamed" --ignored --test-threads=1 > "$OUT/gpu_streamed_in_turn.log" 2>&1
+  if grep -q 'test result: ok. 1 passed' "$OUT/gpu_streamed_in_turn.log"; then
+    echo "passes with the queries in turn: the sweep runs so"; export CUZK_STREAM_OVERLAP=0; SW=${SWEEP:-16384,0,24576,32768}
+  else
+    echo "fails in turn too: sanitizer on it, sweep on the whole card only"
+    timeout 200 /usr/local/cuda/bin/compute-sanitizer --print-limit 5 "$B/gpu_streamed" --ignored --test-threads=1 > "$OUT/sanitizer.log" 2>&1; grep -v '^=========     ' "$OUT/sanitizer.log" | tail -30
+    SW=0
+  fi; fi
 mkdir -p /tmp/sweep
 if [ -n "${THEN_SWEEP:-}" ] && [ "$SW" != 0 ]; then mkdir -p /tmp/sweep2; THEN="; SKIP_TESTS=1 SWEEP=$THEN_SWEEP '$B/porep-sweep-run.sh' '$B' /tmp/sweep2 ${THEN_COUNT:-1} ${THEN_J:-1} > /tmp/sweep2/run.log 2>&1"; else THEN=; fi
 SKIP_TESTS=1 SWEEP=$SW setsid nohup bash -c "'$B/porep-sweep-run.sh' '$B' /tmp/sweep ${COUNT:-2} ${J:-2} > /tmp/sweep/run.log 2>&1 $THEN" < /dev/null > /dev/null 2>&1 &

@@ -26,6 +26,7 @@ pub mod staged;
 pub mod stream_plan;
 pub mod streamed;
 pub mod streamed_gather;
+pub mod streamed_overlap;
 pub mod streamed_products;
 mod witness_upload;
 

@@ -115,6 +115,32 @@ pub struct StreamTier {
     /// streamed matrix pieces are copied straight from it, not through the copy ring. Set by the
     /// pipeline, never by the plan.
     pub pinned_recording: bool,
+    /// Chunk slots of the H-MSM with the queries beside it (`streamed_overlap.rs`): the four
+    /// queries' MSMs run in `chunk`-point pieces between the H-MSM's, through this many device
+    /// slots of `chunk` bases and scalars, so that their bases cross PCIe while the H-MSM's
+    /// kernels run. 0: the steps one after another. Used where the bases stream straight
+    /// (`pinned_bases`) and each query's tail packs within [`OVERLAP_TAIL_DEN`]; else the steps
+    /// run one after another within the same bytes.
+    pub overlap_slots: u64,
+}
+
+/// Chunk slots of the overlapped step ([`StreamTier::overlap_slots`]). Each H-MSM chunk's kernels
+/// run while the slots behind it fill: the queries' chunks per H-MSM chunk are
+/// `(aux + a + 3 b) / n` (a G2 chunk has half the points), about 5 at 32 GiB PoRep, and two more
+/// slots keep the next H-MSM chunk's copy ahead of its kernels.
+pub const OVERLAP_SLOTS: u64 = 8;
+/// The smallest chunk of the overlapped step: below it the H-MSM's pieces lose more to their
+/// window sums than the overlap saves.
+pub const MIN_OVERLAP_CHUNK: u64 = 1 << 21;
+/// A query's tail joins the overlapped step only where at most 1 in this many of its scalars is
+/// neither zero nor one (a PoRep tail's are ~1 %): its packed tail stays on the device whole,
+/// planned at this bound.
+pub const OVERLAP_TAIL_DEN: u64 = 32;
+
+/// Device bytes of a query of `points` kept packed for the overlapped step: its nonzero bitmap,
+/// word ranks and one-bitmap (20 bytes a 64-point word) and its tail values at the bound.
+pub fn packed_query_bytes(points: u64) -> u64 {
+    points.div_ceil(64) * 20 + points.div_ceil(OVERLAP_TAIL_DEN) * FR
 }
 
 /// The device bytes of one NTT domain's tables (twiddles `n/2`, the two coset power tables).
@@ -190,7 +216,7 @@ impl StreamTier {
                 phase("b_g2", queries[2] + streamed(d.b, self.chunk_g2, Curve::G2)),
             ];
         }
-        let mut phases = Vec::with_capacity(7);
+        let mut phases = Vec::with_capacity(8);
         if self.device_products {
             // The witness (inputs are few: counted with the aux as a page), two of a, b, c at
             // once (`streamed_products.rs` makes them one at a time around the H step), two
@@ -212,6 +238,23 @@ impl StreamTier {
                 name: "msm_h",
                 bytes: dom + d.n * FR + streamed(d.n - 1, self.chunk, Curve::G1) + slack,
             },
+        ]);
+        if self.overlap_slots > 0 && !self.resident_bases {
+            // The H-MSM's scalars, the three queries packed (`b`'s serve b_g1 and b_g2), the
+            // slots (a chunk of G1 bases, or half a chunk of G2, and a chunk of scalars each),
+            // a chunk's zero words for the unpacking, and one chunk's MSM scratch at a time.
+            let c = self.chunk.min(d.n.max(d.aux).max(d.a).max(d.b).max(1));
+            let packed: u64 = [d.aux, d.a, d.b].map(packed_query_bytes).iter().sum();
+            let slots = self.overlap_slots * c * (G1 + FR);
+            let scratch = MsmPlan::new(c, Curve::G1)
+                .scratch_bytes()
+                .max(MsmPlan::new(c / 2, Curve::G2).scratch_bytes());
+            phases.push(Phase {
+                name: "msm_h_with_queries",
+                bytes: dom + d.n * FR + packed + slots + c.div_ceil(64) * 8 + scratch + slack,
+            });
+        }
+        phases.extend([
             Phase {
                 name: "l",
                 bytes: dom + query(d.aux) + streamed(d.aux, self.chunk, Curve::G1) + slack,
@@ -262,26 +305,40 @@ impl StreamTier {
             if resident_recording && d.recording.is_none() {
                 continue;
             }
-            for &chunk in &chunks {
-                if resident_recording && !resident_bases && chunk < MIN_RECORDING_CHUNK {
-                    break;
-                }
-                let t = StreamTier {
-                    chunk,
-                    chunk_g2: if resident_bases {
-                        most
-                    } else {
-                        (chunk / 2).max(64)
-                    },
-                    resident_bases,
-                    device_products,
-                    resident_recording,
-                    pinned_bases: false,
-                    pinned_recording: false,
-                };
-                let peak = t.peak(d);
-                if peak <= budget {
-                    return Some((t, peak));
+            // With streamed bases and the queries' scalars from the host, the overlapped step
+            // first (its slots take the largest chunk that fits), then the steps one after
+            // another.
+            let overlaps: &[u64] = if resident_bases || resident_recording {
+                &[0]
+            } else {
+                &[OVERLAP_SLOTS, 0]
+            };
+            for &overlap_slots in overlaps {
+                for &chunk in &chunks {
+                    if resident_recording && !resident_bases && chunk < MIN_RECORDING_CHUNK {
+                        break;
+                    }
+                    if overlap_slots > 0 && chunk < MIN_OVERLAP_CHUNK {
+                        break;
+                    }
+                    let t = StreamTier {
+                        chunk,
+                        chunk_g2: if resident_bases {
+                            most
+                        } else {
+                            (chunk / 2).max(64)
+                        },
+                        resident_bases,
+                        device_products,
+                        resident_recording,
+                        pinned_bases: false,
+                        pinned_recording: false,
+                        overlap_slots,
+                    };
+                    let peak = t.peak(d);
+                    if peak <= budget {
+                        return Some((t, peak));
+                    }
                 }
             }
         }
@@ -321,7 +378,42 @@ mod tests {
             t.device_products,
             "the witness and two of a, b, c fit 16 GiB together"
         );
-        assert_eq!(names, ["products", "h", "msm_h", "l", "a", "b_g1", "b_g2"]);
+        assert_eq!(
+            names,
+            [
+                "products",
+                "h",
+                "msm_h",
+                "msm_h_with_queries",
+                "l",
+                "a",
+                "b_g1",
+                "b_g2"
+            ]
+        );
+        // The queries' MSMs run beside the H-MSM through eight slots of 2^23 points: the H-MSM's
+        // scalars, the slots, the three queries packed at their bound, a chunk's zero words and
+        // one chunk's MSM scratch.
+        assert_eq!((t.overlap_slots, t.chunk), (OVERLAP_SLOTS, 1 << 23));
+        let c = t.chunk;
+        let scratch = MsmPlan::new(c, Curve::G1)
+            .scratch_bytes()
+            .max(MsmPlan::new(c / 2, Curve::G2).scratch_bytes());
+        assert_eq!(
+            phases[3].bytes,
+            domain_bytes(1 << 27)
+                + 4 * GIB
+                + 3 * packed_query_bytes(PORE_32G.aux)
+                + OVERLAP_SLOTS * c * 128
+                + c / 8
+                + scratch
+                + SLACK
+        );
+        // The packed bound: 20 bytes a word of bitmaps and ranks, a 32nd of the tail's scalars.
+        assert_eq!(
+            packed_query_bytes(PORE_32G.aux),
+            PORE_32G.aux.div_ceil(64) * 20 + PORE_32G.aux.div_ceil(32) * 32
+        );
         // The products: the domain, the witness, two of a, b, c (8 GiB), the pieces and one
         // checked piece of c.
         let witness = (PORE_32G.aux + 4096) * 32;
@@ -353,7 +445,7 @@ mod tests {
 
     #[test]
     fn a_larger_budget_streams_larger_chunks_and_a_smaller_one_is_refused() {
-        let small = StreamTier::plan(&PORE_32G, 24 * GIB, false).unwrap().0;
+        let small = StreamTier::plan(&PORE_32G, 16 * GIB, false).unwrap().0;
         let large = StreamTier::plan(&PORE_32G, 40 * GIB, false).unwrap().0;
         assert!(small.device_products && large.device_products);
         assert!(large.chunk > small.chunk);

@@ -11,7 +11,10 @@
 //!   and batch addition queued as soon as its copy is: the copy of chunk k+1 overlaps chunk k's
 //!   kernels. Each chunk's window sums stay on the device until the partition's last kernel;
 //!   then they are read back and added.
-//! - While the H-MSM runs, the host builds the queries' scalar splits from the witness.
+//! - While the H-MSM runs, the host builds the queries' scalar splits from the witness. Where
+//!   the plan has overlap slots and the bases stream straight, the queries' MSMs then run in
+//!   chunks between the H-MSM's (`streamed_overlap.rs`): their bases cross PCIe while its
+//!   kernels run.
 //! - Where the bases are resident (`StreamTier::resident_bases`), the MSMs read them there and
 //!   only the partition's own data crosses PCIe; where the recording is
 //!   (`StreamTier::resident_recording`), of the partition's own data only the witness does.
@@ -93,9 +96,9 @@ impl Busy {
 }
 
 /// The queries' splits built on the host: `(l, a, b)`.
-type HostSplits = (Split, Split, Split);
+pub(super) type HostSplits = (Split, Split, Split);
 /// Their gather plans, where they gather.
-type Plans = [Option<Gather>; 3];
+pub(super) type Plans = [Option<Gather>; 3];
 
 /// One query's results still on the device: each chunk's MSM and batch addition.
 #[derive(Default)]
@@ -252,7 +255,9 @@ impl PipelinedGpu {
             }
         };
 
-        // 2. The H-MSM, bases streamed, while the host builds the queries' scalars.
+        // 2. The H-MSM, bases streamed, while the host builds the queries' scalars; where the
+        //    plan has overlap slots and the bases stream straight, with the queries' MSMs beside
+        //    it (`streamed_overlap.rs`).
         let start = Instant::now();
         let h_scalars = Scalars {
             dev: db,
@@ -263,6 +268,7 @@ impl PipelinedGpu {
             plan: None,
         };
         let h_bases = resident.as_ref().map(|r| &r.h);
+        let mut overlapped = None;
         let (h, host_splits, built, plans) = match on_device.take() {
             Some((w, dr)) => {
                 // The recording resident: the H-MSM, then the queries' scalars built from the
@@ -294,6 +300,33 @@ impl PipelinedGpu {
                 self.free_after_kernels(vec![w])?;
                 (h, host, built, [None, None, None])
             }
+            // The queries' MSMs beside the H-MSM (`streamed_overlap.rs`), where their bases
+            // stream straight.
+            None if tier.overlap_slots > 0
+                && tier.pinned_bases
+                && h_bases.is_none()
+                && super::streamed_overlap::enabled() =>
+            {
+                let taken = take_host_splits(&mut p);
+                let o = self.h_msm_with_queries(
+                    ring,
+                    &mut busy,
+                    srs,
+                    (&h_scalars.dev, h_scalars.n),
+                    tier,
+                    move || host_splits_and_plans(tier, rec, taken),
+                )?;
+                t.span("host_splits", start, o.splits_ready);
+                log::debug!(
+                    "{}: partition {}: {} of the H-MSM's chunks queued before the queries' splits; the queries {}",
+                    self.name(),
+                    p.index,
+                    o.h_ahead,
+                    if o.queries.is_some() { "beside it" } else { "after it (a tail does not pack)" }
+                );
+                overlapped = o.queries;
+                (o.h, Some(o.host), [None, None, None], o.plans)
+            }
             None => {
                 let (h, host) = self.h_msm_and_host_splits(
                     ring, &mut busy, srs, &h_scalars, h_bases, tier, rec, &mut p,
@@ -305,61 +338,22 @@ impl PipelinedGpu {
         self.free_after_kernels(vec![h_scalars.dev])?;
         t.step("msm_h", start);
 
-        // 3. The queries, one after another: scalars uploaded just before (or built on the
-        //    device), freed after.
+        // 3. The queries, where they did not run beside the H-MSM: one after another, scalars
+        //    uploaded just before (or built on the device), freed after.
         let start = Instant::now();
-        let [dl, da, db] = built;
-        let [pl, pa, pb] = plans;
-        let host = host_splits.as_ref();
-        let rb = resident.as_ref();
-        let chunks = (tier.chunk, tier.pinned_bases);
-        let mut b_packed = None;
-        let lp = self.query_msm(
-            ring,
-            &mut busy,
-            (Curve::G1, as_bytes(srs.l()), rb.map(|r| &r.l)),
-            dl,
-            (host.map(|h| &h.0), pl.as_ref()),
-            chunks,
-            "l",
-        )?;
-        let ap = self.query_msm(
-            ring,
-            &mut busy,
-            (Curve::G1, as_bytes(srs.a()), rb.map(|r| &r.a)),
-            da,
-            (host.map(|h| &h.1), pa.as_ref()),
-            chunks,
-            "a",
-        )?;
-        // b's scalars serve b_g1 and b_g2: built or uploaded once, freed after b_g2.
-        let mut bqs = db;
-        let bp = self.query_msm_kept(
-            ring,
-            &mut busy,
-            (Curve::G1, as_bytes(srs.b_g1()), rb.map(|r| &r.b_g1)),
-            &mut bqs,
-            (host.map(|h| &h.2), pb.as_ref()),
-            chunks,
-            &mut b_packed,
-            "b",
-        )?;
-        let b2p = self.query_msm_kept(
-            ring,
-            &mut busy,
-            (Curve::G2, as_bytes(srs.b_g2()), rb.map(|r| &r.b_g2)),
-            &mut bqs,
-            (host.map(|h| &h.2), pb.as_ref()),
-            (tier.chunk_g2, tier.pinned_bases),
-            &mut b_packed,
-            "b",
-        )?;
-        if let Some(s) = bqs {
-            self.free_scalars(s)?;
-        }
-        if let Some(p) = b_packed {
-            self.free_after_kernels(vec![p])?;
-        }
+        let (lp, ap, bp, b2p) = match overlapped {
+            Some([lp, ap, bp, b2p]) => (lp, ap, bp, b2p),
+            None => self.queries_in_turn(
+                ring,
+                &mut busy,
+                srs,
+                tier,
+                resident.as_ref(),
+                built,
+                host_splits.as_ref(),
+                plans,
+            )?,
+        };
         ring.drain()?;
         dev.sync("the streamed partition's kernels")?;
         t.step("tail_msm", start);
@@ -386,6 +380,74 @@ impl PipelinedGpu {
         };
         t.span("dtoh", read_back, Instant::now());
         Ok(sums)
+    }
+
+    /// The queries' MSMs one after another: `l`, `a`, `b_g1`, `b_g2` (`b`'s scalars serve both),
+    /// each one's scalars built on the device (`built`) or uploaded from the host splits just
+    /// before it and freed after.
+    #[allow(clippy::too_many_arguments)]
+    fn queries_in_turn(
+        &self,
+        ring: &mut Ring,
+        busy: &mut Busy,
+        srs: &Srs,
+        tier: StreamTier,
+        rb: Option<&Arc<super::staged::Resident>>,
+        built: [Option<Scalars>; 3],
+        host: Option<&HostSplits>,
+        plans: Plans,
+    ) -> Result<(Pieces, Pieces, Pieces, Pieces)> {
+        let [dl, da, db] = built;
+        let [pl, pa, pb] = plans;
+        let chunks = (tier.chunk, tier.pinned_bases);
+        let mut b_packed = None;
+        let lp = self.query_msm(
+            ring,
+            busy,
+            (Curve::G1, as_bytes(srs.l()), rb.map(|r| &r.l)),
+            dl,
+            (host.map(|h| &h.0), pl.as_ref()),
+            chunks,
+            "l",
+        )?;
+        let ap = self.query_msm(
+            ring,
+            busy,
+            (Curve::G1, as_bytes(srs.a()), rb.map(|r| &r.a)),
+            da,
+            (host.map(|h| &h.1), pa.as_ref()),
+            chunks,
+            "a",
+        )?;
+        // b's scalars serve b_g1 and b_g2: built or uploaded once, freed after b_g2.
+        let mut bqs = db;
+        let bp = self.query_msm_kept(
+            ring,
+            busy,
+            (Curve::G1, as_bytes(srs.b_g1()), rb.map(|r| &r.b_g1)),
+            &mut bqs,
+            (host.map(|h| &h.2), pb.as_ref()),
+            chunks,
+            &mut b_packed,
+            "b",
+        )?;
+        let b2p = self.query_msm_kept(
+            ring,
+            busy,
+            (Curve::G2, as_bytes(srs.b_g2()), rb.map(|r| &r.b_g2)),
+            &mut bqs,
+            (host.map(|h| &h.2), pb.as_ref()),
+            (tier.chunk_g2, tier.pinned_bases),
+            &mut b_packed,
+            "b",
+        )?;
+        if let Some(s) = bqs {
+            self.free_scalars(s)?;
+        }
+        if let Some(p) = b_packed {
+            self.free_after_kernels(vec![p])?;
+        }
+        Ok((lp, ap, bp, b2p))
     }
 
     /// `a, b, c` from the host, one at a time, each uploaded through the ring: evaluated from the
@@ -453,27 +515,7 @@ impl PipelinedGpu {
                     (tier.chunk, tier.pinned_bases),
                 )
             },
-            || -> Result<(HostSplits, Plans)> {
-                let host = match rec {
-                    // The witness's aux becomes `l`'s tail: no copy of it is made.
-                    Some(r) if r.splits_pending => {
-                        let [a_aux, b_in, b_aux] = r.rec.densities();
-                        splits(&r.inputs, r.aux, [&a_aux, &b_in, &b_aux])
-                    }
-                    _ => (
-                        std::mem::take(&mut p.l),
-                        std::mem::take(&mut p.a_query),
-                        std::mem::take(&mut p.b_query),
-                    ),
-                };
-                let plans = if tier.resident_bases {
-                    [None, None, None]
-                } else {
-                    let plan = super::streamed_gather::plan;
-                    [plan(&host.0), plan(&host.1), plan(&host.2)]
-                };
-                Ok((host, plans))
-            },
+            || Ok(host_splits_and_plans(tier, rec, take_host_splits(p))),
         )
     }
 
@@ -748,6 +790,39 @@ impl PipelinedGpu {
         self.free_after_kernels(vec![b0, b1])?;
         Ok(out)
     }
+}
+
+/// The queries' splits `prepare` built, taken from `p` (empty where they are pending).
+fn take_host_splits(p: &mut Prepared) -> HostSplits {
+    (
+        std::mem::take(&mut p.l),
+        std::mem::take(&mut p.a_query),
+        std::mem::take(&mut p.b_query),
+    )
+}
+
+/// The queries' splits, built from the witness where they are pending (its aux becomes `l`'s
+/// tail: no copy of it is made), else `taken` from `prepare`; and their gather plans where the
+/// bases stream (`streamed_gather::plan`).
+fn host_splits_and_plans(
+    tier: StreamTier,
+    rec: Option<crate::prover::Recorded>,
+    taken: HostSplits,
+) -> (HostSplits, Plans) {
+    let host = match rec {
+        Some(r) if r.splits_pending => {
+            let [a_aux, b_in, b_aux] = r.rec.densities();
+            splits(&r.inputs, r.aux, [&a_aux, &b_in, &b_aux])
+        }
+        _ => taken,
+    };
+    let plans = if tier.resident_bases {
+        [None, None, None]
+    } else {
+        let plan = super::streamed_gather::plan;
+        [plan(&host.0), plan(&host.1), plan(&host.2)]
+    };
+    (host, plans)
 }
 
 fn check(what: &str, bases: usize, scalars: u64) -> Result<()> {

@@ -1,0 +1,614 @@
+//! The streamed tier's H-MSM with the queries' MSMs beside it (`StreamTier::overlap_slots`).
+//!
+//! One after another, the H-MSM is bound by its kernels (its bases cross PCIe in a fifth of its
+//! time on an H100) and the queries' MSMs by their bases' copies (their tails are ~1 % nonzero:
+//! little to compute, 28 GB to move at 32 GiB PoRep). Here both run in chunks through one set of
+//! device slots, the queries' chunks spread between the H-MSM's ([`interleave`]): the copy
+//! stream fills the slots behind an H-MSM chunk while its kernels run, and the queries' few
+//! kernels follow.
+//!
+//! - The H-MSM's first chunks are queued while the host builds the queries' splits and plans,
+//!   at most [`AHEAD`] of them ahead of the kernels; the rest are interleaved with the queries'
+//!   once the splits are ready.
+//! - Each query's tail stays on the device packed by its plan's bitmap (`witness_upload.rs`),
+//!   with its one-bitmap: a chunk's scalars are unpacked into its slot just before its MSM, so
+//!   the three queries' tails (4.2 GB each, unpacked) never live at once. `b`'s serve `b_g1` and
+//!   `b_g2`.
+//! - A query chunk with neither nonzero tail scalars nor ones is skipped: its bases add nothing.
+//! - Where a query's tail does not pack within `OVERLAP_TAIL_DEN`, the H-MSM finishes through
+//!   the slots and the queries run one after another (`streamed.rs`), within the same bytes.
+//! - `CUZK_STREAM_OVERLAP=0` turns it off ([`enabled`]).
+
+use std::collections::VecDeque;
+
+use cudarc::driver::CudaEvent;
+
+use super::batch_add::batch_add_at;
+use super::buf::DevBuf;
+use super::msm::{MsmPlan, QueuedMsm};
+use super::points::Curve;
+use super::ring::Ring;
+use super::stream_plan::StreamTier;
+use super::stream_plan::OVERLAP_TAIL_DEN;
+use super::streamed::{Busy, HostSplits, Pieces, Plans};
+use super::{as_bytes, backend_err, PipelinedGpu, Result};
+use crate::gather::Gather;
+use crate::prover::Split;
+use cuzk_srs::Srs;
+
+/// Whether the streamed tier runs the queries beside the H-MSM where its plan has slots
+/// (`CUZK_STREAM_OVERLAP`, on by default; `0` runs them one after another, in the same bytes).
+pub fn enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("CUZK_STREAM_OVERLAP").map_or(true, |v| v.trim() != "0"))
+}
+
+/// H-MSM chunks queued ahead of the kernels while the host builds the splits: enough to keep the
+/// kernel stream busy, few enough that the queries' chunks join the rest.
+pub const AHEAD: usize = 2;
+
+/// The order of the overlapped step's chunks: `(job, chunk)` with job 0 the H-MSM's `h` chunks
+/// and job `1 + q` query `q`'s `queries[q]` chunks. Every chunk once, each job's in order; the
+/// queries' chunks, query by query, spread evenly after the H-MSM's chunks (after each H-MSM
+/// chunk its share, so that they fill the slots while it runs); with no H-MSM chunk left, the
+/// queries' in a row.
+pub fn interleave(h: usize, queries: &[usize]) -> Vec<(usize, usize)> {
+    let flat: Vec<(usize, usize)> = queries
+        .iter()
+        .enumerate()
+        .flat_map(|(q, &n)| (0..n).map(move |k| (1 + q, k)))
+        .collect();
+    let total = flat.len();
+    let mut out = Vec::with_capacity(h + total);
+    let mut next = flat.into_iter();
+    for i in 0..h {
+        out.push((0, i));
+        let share = (i + 1) * total / h - i * total / h;
+        out.extend(next.by_ref().take(share));
+    }
+    out.extend(next);
+    out
+}
+
+/// One query of the overlapped step: its bases on the host and its packed scalars on the device.
+pub(super) struct QueryJob<'h> {
+    pub curve: Curve,
+    pub host_bases: &'h [u8],
+    /// Points a chunk: the slot's bytes hold half as many G2 bases.
+    pub chunk: u64,
+    pub split: &'h Split,
+    pub plan: &'h Gather,
+    pub packed: &'h PackedQuery,
+}
+
+impl QueryJob<'_> {
+    fn len(&self) -> u64 {
+        self.split.len() as u64
+    }
+    fn chunks(&self) -> usize {
+        self.len().div_ceil(self.chunk) as usize
+    }
+}
+
+/// A query's tail packed on the device (`unpack_witness`'s inputs) and its one-bitmap.
+pub(super) struct PackedQuery {
+    others: DevBuf,
+    ranks: DevBuf,
+    values: DevBuf,
+    ones: Option<DevBuf>,
+}
+
+impl PackedQuery {
+    fn bufs(self) -> Vec<DevBuf> {
+        let mut v = vec![self.others, self.ranks, self.values];
+        v.extend(self.ones);
+        v
+    }
+}
+
+/// Whether `split`'s tail joins the overlapped step: its plan is its own and at most 1 in
+/// [`OVERLAP_TAIL_DEN`] of its scalars is in the tail.
+pub(super) fn packs(split: &Split, plan: Option<&Gather>) -> bool {
+    plan.is_some_and(|g| {
+        g.len() == split.len()
+            && (g.tail_total as u64) <= (split.len() as u64).div_ceil(OVERLAP_TAIL_DEN)
+    })
+}
+
+/// The overlapped step's device slots: `bases` (a chunk of G1 bases or half a chunk of G2) and
+/// `scalars` (a chunk), each reused once the kernels that read it are done.
+pub(super) struct Slots {
+    bases: Vec<DevBuf>,
+    scalars: Vec<DevBuf>,
+    read: Vec<Option<CudaEvent>>,
+    next: usize,
+    /// A chunk's words of zeros: the unpacking's one-bitmap (a tail is zero where it is one).
+    zeros: DevBuf,
+    chunk: u64,
+}
+
+impl PipelinedGpu {
+    /// `count` slots of `chunk` points, allocated on the copy stream.
+    pub(super) fn overlap_slots(&self, count: u64, chunk: u64) -> Result<Slots> {
+        let cp = &self.stream_copy;
+        let count = count.max(2) as usize;
+        let mut bases = Vec::with_capacity(count);
+        let mut scalars = Vec::with_capacity(count);
+        for _ in 0..count {
+            bases.push(cp.alloc(chunk as usize * 96, "overlap slot bases")?);
+            scalars.push(cp.alloc(chunk as usize * 32, "overlap slot scalars")?);
+        }
+        Ok(Slots {
+            bases,
+            scalars,
+            read: (0..count).map(|_| None).collect(),
+            next: 0,
+            zeros: cp.alloc_zeroed(chunk.div_ceil(64) as usize * 8, "overlap zero words")?,
+            chunk,
+        })
+    }
+
+    /// Frees the slots once the kernels are past them.
+    pub(super) fn free_slots(&self, s: Slots) -> Result<()> {
+        let mut bufs = s.bases;
+        bufs.extend(s.scalars);
+        bufs.push(s.zeros);
+        self.free_after_kernels(bufs)
+    }
+
+    /// A query's tail packed by its plan and its one-bitmap, uploaded through the ring.
+    pub(super) fn upload_packed_query(
+        &self,
+        ring: &mut Ring,
+        split: &Split,
+        g: &Gather,
+        what: &str,
+    ) -> Result<PackedQuery> {
+        let cp = &self.stream_copy;
+        let mut part = |bytes: &[u8]| -> Result<DevBuf> {
+            let mut b = cp.alloc(bytes.len().max(32), what)?;
+            ring.upload(cp, &mut b, 0, bytes, what)?;
+            Ok(b)
+        };
+        let others = part(as_bytes(g.nonzero_words()))?;
+        let ranks = part(as_bytes(&g.tail_ranks()))?;
+        let values = part(as_bytes(&g.tail_values(split)))?;
+        let ones = if split.ones.count_ones() > 0 {
+            Some(part(as_bytes(split.ones.words()))?)
+        } else {
+            None
+        };
+        Ok(PackedQuery {
+            others,
+            ranks,
+            values,
+            ones,
+        })
+    }
+
+    /// Frees the packed queries once the kernels are past them.
+    pub(super) fn free_packed(&self, packed: Vec<PackedQuery>) -> Result<()> {
+        self.free_after_kernels(packed.into_iter().flat_map(PackedQuery::bufs).collect())
+    }
+
+    /// The next slot: the copy stream waits for the kernels that last read it.
+    fn slot(&self, s: &mut Slots) -> Result<usize> {
+        let j = s.next % s.bases.len();
+        s.next += 1;
+        if let Some(ev) = s.read[j].take() {
+            self.stream_copy
+                .stream
+                .wait(&ev)
+                .map_err(|e| backend_err(format!("copy stream waiting for a slot: {e:?}")))?;
+        }
+        Ok(j)
+    }
+
+    /// Copies `src` (bases) into slot `j` and orders the kernel stream after it.
+    fn fill(
+        &self,
+        ring: &mut Ring,
+        s: &mut Slots,
+        j: usize,
+        src: &[u8],
+        pinned: bool,
+    ) -> Result<()> {
+        ring.upload_from(
+            &self.stream_copy,
+            &mut s.bases[j],
+            0,
+            src,
+            pinned,
+            "overlap bases",
+        )?;
+        self.kernels
+            .stream
+            .wait(&self.stream_copy.mark()?)
+            .map_err(|e| backend_err(format!("kernels waiting for overlap bases: {e:?}")))
+    }
+
+    /// Queues the H-MSM's chunk `k` (`scalars`: all `n` of them, dense, on the device); returns
+    /// the event after its kernels.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn overlap_h_chunk(
+        &self,
+        ring: &mut Ring,
+        busy: &mut Busy,
+        s: &mut Slots,
+        (host_bases, pinned): (&[u8], bool),
+        scalars: &DevBuf,
+        n: u64,
+        k: usize,
+        out: &mut Pieces,
+    ) -> Result<CudaEvent> {
+        let dev = &self.kernels;
+        let lo = k as u64 * s.chunk;
+        let hi = (lo + s.chunk).min(n);
+        let j = self.slot(s)?;
+        self.fill(
+            ring,
+            s,
+            j,
+            &host_bases[lo as usize * 96..hi as usize * 96],
+            pinned,
+        )?;
+        let k0 = dev.mark()?;
+        let plan = MsmPlan::on_sparse(dev, hi - lo, hi - lo, Curve::G1);
+        if let Some(q) = QueuedMsm::at(dev, s.bases[j].ptr(), scalars.at(lo as usize * 32), &plan)?
+        {
+            out.msms.push(q);
+        }
+        busy.spans.push((k0, dev.mark()?));
+        s.read[j] = Some(dev.mark()?);
+        dev.mark()
+    }
+
+    /// Queues query `q`'s chunk `k`: its bases copied into a slot, its tail scalars unpacked
+    /// there, its MSM and its ones' batch addition. Skipped where the chunk has neither.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn overlap_query_chunk(
+        &self,
+        ring: &mut Ring,
+        busy: &mut Busy,
+        s: &mut Slots,
+        q: &QueryJob,
+        pinned: bool,
+        k: usize,
+        out: &mut Pieces,
+    ) -> Result<()> {
+        let dev = &self.kernels;
+        let affine = q.curve.affine_bytes();
+        let lo = k as u64 * q.chunk;
+        let hi = (lo + q.chunk).min(q.len());
+        let live = q.plan.tail_between(lo as usize, hi as usize) as u64;
+        let ones = ones_between(q.split, lo, hi);
+        if live == 0 && ones == 0 {
+            return Ok(());
+        }
+        let len = hi - lo;
+        let j = self.slot(s)?;
+        let src = &q.host_bases[lo as usize * affine..hi as usize * affine];
+        self.fill(ring, s, j, src, pinned)?;
+        let k0 = dev.mark()?;
+        if live > 0 {
+            let word = (lo / 64) as usize;
+            crate::gpu_launch!(
+                dev,
+                "unpack_witness",
+                super::device::grid(len, 256),
+                &s.scalars[j].ptr(),
+                &s.zeros.ptr(),
+                &q.packed.others.at(word * 8),
+                &q.packed.ranks.at(word * 4),
+                &q.packed.values.ptr(),
+                &len
+            )?;
+            let plan = MsmPlan::on_sparse(dev, len, live, q.curve);
+            if let Some(m) = QueuedMsm::at(dev, s.bases[j].ptr(), s.scalars[j].ptr(), &plan)? {
+                out.msms.push(m);
+            }
+        }
+        if let (Some(bits), true) = (&q.packed.ones, ones > 0) {
+            out.ones.push(batch_add_at(
+                dev,
+                q.curve,
+                s.bases[j].ptr(),
+                bits.at((lo / 64) as usize * 8),
+                len,
+            )?);
+        }
+        busy.spans.push((k0, dev.mark()?));
+        s.read[j] = Some(dev.mark()?);
+        Ok(())
+    }
+}
+
+/// What the overlapped step leaves: the H-MSM's pieces, the queries' (`l, a, b_g1, b_g2`) where
+/// they ran beside it, and the host splits and plans (for the steps after, where they did not).
+pub(super) struct Overlapped {
+    pub h: Pieces,
+    pub queries: Option<[Pieces; 4]>,
+    pub host: HostSplits,
+    pub plans: Plans,
+    /// When the splits and plans were ready, and the H-MSM chunks queued before.
+    pub splits_ready: std::time::Instant,
+    pub h_ahead: usize,
+}
+
+impl PipelinedGpu {
+    /// The H-MSM over `h` (its `n` scalars on the device) with the queries' MSMs beside it,
+    /// through `tier.overlap_slots` slots of `tier.chunk` points; `build` makes the queries'
+    /// splits and plans on a thread of its own meanwhile.
+    pub(super) fn h_msm_with_queries(
+        &self,
+        ring: &mut Ring,
+        busy: &mut Busy,
+        srs: &Srs,
+        (h, n): (&DevBuf, u64),
+        tier: StreamTier,
+        build: impl FnOnce() -> (HostSplits, Plans) + Send,
+    ) -> Result<Overlapped> {
+        let c = tier.chunk.max(64) / 64 * 64;
+        let h_bases = as_bytes(srs.h());
+        if h_bases.len() as u64 != n * 96 {
+            return Err(backend_err(format!(
+                "H-MSM: {} bytes of bases for {n} scalars",
+                h_bases.len()
+            )));
+        }
+        let pinned = tier.pinned_bases;
+        let mut slots = self.overlap_slots(tier.overlap_slots, c)?;
+        let h_chunks = n.div_ceil(c) as usize;
+        let mut h_out = Pieces::default();
+        let mut k = 0usize;
+        let (host, plans) = std::thread::scope(|sc| -> Result<(HostSplits, Plans)> {
+            let job = sc.spawn(build);
+            let mut queued = VecDeque::new();
+            while k < h_chunks && !job.is_finished() {
+                if queued.len() >= AHEAD {
+                    keep_ahead(&mut queued)?;
+                    continue;
+                }
+                let ev = self.overlap_h_chunk(
+                    ring,
+                    busy,
+                    &mut slots,
+                    (h_bases, pinned),
+                    h,
+                    n,
+                    k,
+                    &mut h_out,
+                )?;
+                queued.push_back(ev);
+                k += 1;
+            }
+            job.join()
+                .map_err(|_| backend_err("the thread building the queries' splits panicked"))
+        })?;
+        let (splits_ready, h_ahead) = (std::time::Instant::now(), k);
+        let (l, a, b) = &host;
+        let [pl, pa, pb] = &plans;
+        let (Some(gl), Some(ga), Some(gb), true) = (
+            pl.as_ref(),
+            pa.as_ref(),
+            pb.as_ref(),
+            packs(l, pl.as_ref()) && packs(a, pa.as_ref()) && packs(b, pb.as_ref()),
+        ) else {
+            // The queries run one after another after the H-MSM (`streamed.rs`).
+            for k in k..h_chunks {
+                self.overlap_h_chunk(
+                    ring,
+                    busy,
+                    &mut slots,
+                    (h_bases, pinned),
+                    h,
+                    n,
+                    k,
+                    &mut h_out,
+                )?;
+            }
+            self.free_slots(slots)?;
+            return Ok(Overlapped {
+                h: h_out,
+                queries: None,
+                host,
+                plans,
+                splits_ready,
+                h_ahead,
+            });
+        };
+        let packed = vec![
+            self.upload_packed_query(ring, l, gl, "l scalars")?,
+            self.upload_packed_query(ring, a, ga, "a scalars")?,
+            self.upload_packed_query(ring, b, gb, "b scalars")?,
+        ];
+        let g2_chunk = ((c / 2) / 64 * 64).max(64);
+        let jobs = [
+            (Curve::G1, as_bytes(srs.l()), c, l, gl, &packed[0]),
+            (Curve::G1, as_bytes(srs.a()), c, a, ga, &packed[1]),
+            (Curve::G1, as_bytes(srs.b_g1()), c, b, gb, &packed[2]),
+            (Curve::G2, as_bytes(srs.b_g2()), g2_chunk, b, gb, &packed[2]),
+        ]
+        .map(|(curve, host_bases, chunk, split, plan, packed)| QueryJob {
+            curve,
+            host_bases,
+            chunk,
+            split,
+            plan,
+            packed,
+        });
+        for (q, name) in jobs.iter().zip(["l", "a", "b_g1", "b_g2"]) {
+            let bases = q.host_bases.len() / q.curve.affine_bytes();
+            if bases as u64 != q.len() {
+                return Err(backend_err(format!(
+                    "{name}: the parameters have {bases} bases, the partition {} scalars",
+                    q.len()
+                )));
+            }
+        }
+        let mut outs: [Pieces; 4] = Default::default();
+        let order = interleave(h_chunks - k, &jobs.each_ref().map(QueryJob::chunks));
+        for (j, i) in order {
+            if j == 0 {
+                self.overlap_h_chunk(
+                    ring,
+                    busy,
+                    &mut slots,
+                    (h_bases, pinned),
+                    h,
+                    n,
+                    k + i,
+                    &mut h_out,
+                )?;
+            } else {
+                self.overlap_query_chunk(
+                    ring,
+                    busy,
+                    &mut slots,
+                    &jobs[j - 1],
+                    pinned,
+                    i,
+                    &mut outs[j - 1],
+                )?;
+            }
+        }
+        self.free_slots(slots)?;
+        self.free_packed(packed)?;
+        Ok(Overlapped {
+            h: h_out,
+            queries: Some(outs),
+            host,
+            plans,
+            splits_ready,
+            h_ahead,
+        })
+    }
+}
+
+/// The ones of `split` among points `lo..hi` (`lo` a multiple of 64).
+fn ones_between(split: &Split, lo: u64, hi: u64) -> u64 {
+    let words = split.ones.words();
+    let (w0, w1) = (
+        (lo / 64) as usize,
+        (hi.div_ceil(64) as usize).min(words.len()),
+    );
+    let mut count = 0u64;
+    for (i, &w) in words[w0.min(w1)..w1].iter().enumerate() {
+        let start = (w0 + i) as u64 * 64;
+        let mut w = w;
+        if hi < start + 64 {
+            w &= (1u64 << (hi - start)) - 1;
+        }
+        count += u64::from(w.count_ones());
+    }
+    count
+}
+
+/// Waits for the oldest of the H-MSM chunks queued ahead once there are [`AHEAD`] of them.
+pub(super) fn keep_ahead(queued: &mut VecDeque<CudaEvent>) -> Result<()> {
+    while queued.len() >= AHEAD {
+        if let Some(ev) = queued.pop_front() {
+            ev.synchronize()
+                .map_err(|e| backend_err(format!("waiting for an H-MSM chunk: {e:?}")))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(h: usize, queries: &[usize]) {
+        let order = interleave(h, queries);
+        let total: usize = h + queries.iter().sum::<usize>();
+        assert_eq!(order.len(), total, "every chunk once");
+        // Each job's chunks in order, none twice.
+        let mut next = vec![0usize; 1 + queries.len()];
+        for &(job, k) in &order {
+            assert_eq!(k, next[job], "job {job} out of order in {order:?}");
+            next[job] += 1;
+        }
+        assert_eq!(next[0], h);
+        for (q, &n) in queries.iter().enumerate() {
+            assert_eq!(next[1 + q], n);
+        }
+        // The queries' chunks follow the H-MSM's evenly: between two H-MSM chunks, the count
+        // differs from the even share by less than one.
+        if h > 0 {
+            let t = total - h;
+            assert_eq!(
+                order[0],
+                (0, 0),
+                "an H-MSM chunk first, to cover the first copies"
+            );
+            let mut run = 0;
+            let mut runs = vec![];
+            for &(job, _) in &order[1..] {
+                if job == 0 {
+                    runs.push(run);
+                    run = 0;
+                } else {
+                    run += 1;
+                }
+            }
+            runs.push(run);
+            assert_eq!(runs.len(), h);
+            for r in runs {
+                assert!(
+                    r * h <= t + h && r * h + h >= t,
+                    "{r} of {t} after one of {h}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_queries_chunks_are_spread_evenly_between_the_h_msms_each_in_order() {
+        check(16, &[16, 16, 16, 32]);
+        check(4, &[16, 16, 4, 8]);
+        check(3, &[1, 0, 2, 0]);
+        check(7, &[]);
+        check(0, &[3, 2]);
+        check(1, &[5]);
+        check(64, &[16, 16, 4, 8]);
+        assert_eq!(interleave(2, &[1, 1]), [(0, 0), (1, 0), (0, 1), (2, 0)]);
+        assert_eq!(interleave(0, &[1, 1]), [(1, 0), (2, 0)]);
+    }
+
+    #[test]
+    fn a_chunks_ones_are_counted_within_its_range_only() {
+        let mut scalars = vec![blstrs::Scalar::from(0u64); 200];
+        for i in [0usize, 63, 64, 130, 199] {
+            scalars[i] = blstrs::Scalar::from(1u64);
+        }
+        scalars[5] = blstrs::Scalar::from(7u64);
+        let split = Split::new(scalars);
+        assert_eq!(ones_between(&split, 0, 64), 2);
+        assert_eq!(ones_between(&split, 64, 128), 1);
+        assert_eq!(ones_between(&split, 128, 131), 1);
+        assert_eq!(ones_between(&split, 128, 130), 0);
+        assert_eq!(ones_between(&split, 192, 200), 1);
+        assert_eq!(ones_between(&split, 0, 200), 5);
+    }
+
+    #[test]
+    fn a_tail_joins_the_overlap_only_with_its_own_plan_and_within_the_bound() {
+        let mut scalars = vec![blstrs::Scalar::from(0u64); 640];
+        scalars[3] = blstrs::Scalar::from(9u64);
+        let sparse = Split::new(scalars.clone());
+        let g = Gather::of(&sparse, 2);
+        assert!(packs(&sparse, Some(&g)));
+        assert!(!packs(&sparse, None));
+        for s in scalars.iter_mut().take(40) {
+            *s = blstrs::Scalar::from(5u64);
+        }
+        let dense = Split::new(scalars);
+        assert!(
+            !packs(&dense, Some(&Gather::of(&dense, 2))),
+            "40 of 640 > 1/32"
+        );
+        let short = Split::new(vec![blstrs::Scalar::from(0u64); 64]);
+        assert!(!packs(&short, Some(&g)), "another split's plan");
+    }
+}
