@@ -23,6 +23,7 @@ pub mod gpu;
 pub mod packed_witness;
 pub mod pipeline;
 pub mod prover;
+pub mod query_pack;
 pub mod r1cs;
 pub mod recorded;
 pub mod scalar_words;

@@ -314,18 +314,36 @@ impl PipelinedGpu {
                     srs,
                     (&h_scalars.dev, h_scalars.n),
                     tier,
-                    move || host_splits_and_plans(tier, rec, taken),
+                    move || {
+                        use super::streamed_overlap::{packs_from_witness, Built};
+                        match rec.as_ref().and_then(packs_from_witness) {
+                            Some(packs) => Built::Packs(packs),
+                            None => {
+                                let (host, plans) = host_splits_and_plans(tier, rec, taken);
+                                Built::Splits(Box::new((host, plans)))
+                            }
+                        }
+                    },
                 )?;
                 t.span("host_splits", start, o.splits_ready);
                 log::debug!(
-                    "{}: partition {}: {} of the H-MSM's chunks queued before the queries' splits; the queries {}",
+                    "{}: partition {}: {} of the H-MSM's chunks queued before the queries' packs; the queries {}",
                     self.name(),
                     p.index,
                     o.h_ahead,
-                    if o.queries.is_some() { "beside it" } else { "after it (a tail does not pack)" }
+                    if o.queries.is_ok() {
+                        "beside it"
+                    } else {
+                        "after it (a tail does not pack)"
+                    }
                 );
-                overlapped = o.queries;
-                (o.h, Some(o.host), [None, None, None], o.plans)
+                match o.queries {
+                    Ok(q) => {
+                        overlapped = Some(q);
+                        (o.h, None, [None, None, None], [None, None, None])
+                    }
+                    Err((host, plans)) => (o.h, Some(host), [None, None, None], plans),
+                }
             }
             None => {
                 let (h, host) = self.h_msm_and_host_splits(

@@ -7,13 +7,13 @@
 //! stream fills the slots behind an H-MSM chunk while its kernels run, and the queries' few
 //! kernels follow.
 //!
-//! - The H-MSM's first chunks are queued while the host builds the queries' splits and plans,
-//!   at most [`AHEAD`] of them ahead of the kernels; the rest are interleaved with the queries'
-//!   once the splits are ready.
-//! - Each query's tail stays on the device packed by its plan's bitmap (`witness_upload.rs`),
-//!   with its one-bitmap: a chunk's scalars are unpacked into its slot just before its MSM, so
-//!   the three queries' tails (4.2 GB each, unpacked) never live at once. `b`'s serve `b_g1` and
-//!   `b_g2`.
+//! - The H-MSM's first chunks are queued while the host packs the queries ([`QueryPack`]: from
+//!   the witness packed at synthesis, else from the dense splits and their plans), at most
+//!   [`AHEAD`] of them ahead of the kernels; the rest are interleaved with the queries' once the
+//!   packs are ready.
+//! - Each query stays on the device packed, its one-bitmap beside: a chunk's scalars are
+//!   unpacked into its slot (`unpack_witness`) just before its MSM, so the three queries' tails
+//!   (4.2 GB each, unpacked) never live at once. `b`'s serve `b_g1` and `b_g2`.
 //! - A query chunk with neither nonzero tail scalars nor ones is skipped: its bases add nothing.
 //! - Where a query's tail does not pack within `OVERLAP_TAIL_DEN`, the H-MSM finishes through
 //!   the slots and the queries run one after another (`streamed.rs`), within the same bytes.
@@ -34,6 +34,7 @@ use super::streamed::{Busy, HostSplits, Pieces, Plans};
 use super::{as_bytes, backend_err, PipelinedGpu, Result};
 use crate::gather::Gather;
 use crate::prover::Split;
+use crate::query_pack::QueryPack;
 use cuzk_srs::Srs;
 
 /// Whether the streamed tier runs the queries beside the H-MSM where its plan has slots
@@ -76,14 +77,13 @@ pub(super) struct QueryJob<'h> {
     pub host_bases: &'h [u8],
     /// Points a chunk: the slot's bytes hold half as many G2 bases.
     pub chunk: u64,
-    pub split: &'h Split,
-    pub plan: &'h Gather,
+    pub pack: &'h QueryPack,
     pub packed: &'h PackedQuery,
 }
 
 impl QueryJob<'_> {
     fn len(&self) -> u64 {
-        self.split.len() as u64
+        self.pack.len as u64
     }
     fn chunks(&self) -> usize {
         self.len().div_ceil(self.chunk) as usize
@@ -113,6 +113,28 @@ pub(super) fn packs(split: &Split, plan: Option<&Gather>) -> bool {
         g.len() == split.len()
             && (g.tail_total as u64) <= (split.len() as u64).div_ceil(OVERLAP_TAIL_DEN)
     })
+}
+
+/// What the host builds while the H-MSM's first chunks run: the queries packed from the packed
+/// witness, or their dense splits and plans.
+pub(super) enum Built {
+    Packs(Box<[QueryPack; 3]>),
+    Splits(Box<(HostSplits, Plans)>),
+}
+
+/// The queries `(l, a, b)` packed from `r`'s packed witness by its recording's densities, where
+/// it has one and each pack is within [`OVERLAP_TAIL_DEN`].
+pub(super) fn packs_from_witness(r: &crate::prover::Recorded) -> Option<Box<[QueryPack; 3]>> {
+    let w = r.packed.as_ref()?;
+    if !r.splits_pending || w.len != r.inputs.len() + r.aux.len() {
+        return None;
+    }
+    let [a_aux, b_in, b_aux] = r.rec.densities();
+    let packs = QueryPack::queries(w, r.inputs.len(), [&a_aux, &b_in, &b_aux])?;
+    packs
+        .iter()
+        .all(|p| p.within(OVERLAP_TAIL_DEN))
+        .then(|| Box::new(packs))
 }
 
 /// The overlapped step's device slots: `bases` (a chunk of G1 bases or half a chunk of G2) and
@@ -156,12 +178,11 @@ impl PipelinedGpu {
         self.free_after_kernels(bufs)
     }
 
-    /// A query's tail packed by its plan and its one-bitmap, uploaded through the ring.
+    /// A query's pack uploaded through the ring.
     pub(super) fn upload_packed_query(
         &self,
         ring: &mut Ring,
-        split: &Split,
-        g: &Gather,
+        pack: &QueryPack,
         what: &str,
     ) -> Result<PackedQuery> {
         let cp = &self.stream_copy;
@@ -170,11 +191,11 @@ impl PipelinedGpu {
             ring.upload(cp, &mut b, 0, bytes, what)?;
             Ok(b)
         };
-        let others = part(as_bytes(g.nonzero_words()))?;
-        let ranks = part(as_bytes(&g.tail_ranks()))?;
-        let values = part(as_bytes(&g.tail_values(split)))?;
-        let ones = if split.ones.count_ones() > 0 {
-            Some(part(as_bytes(split.ones.words()))?)
+        let others = part(as_bytes(&pack.tail))?;
+        let ranks = part(as_bytes(&pack.ranks()))?;
+        let values = part(as_bytes(&pack.values))?;
+        let ones = if pack.ones_total() > 0 {
+            Some(part(as_bytes(&pack.ones))?)
         } else {
             None
         };
@@ -280,8 +301,8 @@ impl PipelinedGpu {
         let affine = q.curve.affine_bytes();
         let lo = k as u64 * q.chunk;
         let hi = (lo + q.chunk).min(q.len());
-        let live = q.plan.tail_between(lo as usize, hi as usize) as u64;
-        let ones = ones_between(q.split, lo, hi);
+        let live = q.pack.tail_between(lo as usize, hi as usize) as u64;
+        let ones = q.pack.ones_between(lo as usize, hi as usize) as u64;
         if live == 0 && ones == 0 {
             return Ok(());
         }
@@ -323,13 +344,11 @@ impl PipelinedGpu {
     }
 }
 
-/// What the overlapped step leaves: the H-MSM's pieces, the queries' (`l, a, b_g1, b_g2`) where
-/// they ran beside it, and the host splits and plans (for the steps after, where they did not).
+/// What the overlapped step leaves: the H-MSM's pieces, and the queries' (`l, a, b_g1, b_g2`)
+/// where they ran beside it, else the host splits and plans for the steps after.
 pub(super) struct Overlapped {
     pub h: Pieces,
-    pub queries: Option<[Pieces; 4]>,
-    pub host: HostSplits,
-    pub plans: Plans,
+    pub queries: std::result::Result<[Pieces; 4], (HostSplits, Plans)>,
     /// When the splits and plans were ready, and the H-MSM chunks queued before.
     pub splits_ready: std::time::Instant,
     pub h_ahead: usize,
@@ -337,8 +356,8 @@ pub(super) struct Overlapped {
 
 impl PipelinedGpu {
     /// The H-MSM over `h` (its `n` scalars on the device) with the queries' MSMs beside it,
-    /// through `tier.overlap_slots` slots of `tier.chunk` points; `build` makes the queries'
-    /// splits and plans on a thread of its own meanwhile.
+    /// through `tier.overlap_slots` slots of `tier.chunk` points; `build` packs the queries (or
+    /// makes their splits and plans) on a thread of its own meanwhile.
     pub(super) fn h_msm_with_queries(
         &self,
         ring: &mut Ring,
@@ -346,7 +365,7 @@ impl PipelinedGpu {
         srs: &Srs,
         (h, n): (&DevBuf, u64),
         tier: StreamTier,
-        build: impl FnOnce() -> (HostSplits, Plans) + Send,
+        build: impl FnOnce() -> Built + Send,
     ) -> Result<Overlapped> {
         let c = tier.chunk.max(64) / 64 * 64;
         let h_bases = as_bytes(srs.h());
@@ -361,7 +380,7 @@ impl PipelinedGpu {
         let h_chunks = n.div_ceil(c) as usize;
         let mut h_out = Pieces::default();
         let mut k = 0usize;
-        let (host, plans) = std::thread::scope(|sc| -> Result<(HostSplits, Plans)> {
+        let built = std::thread::scope(|sc| -> Result<Built> {
             let job = sc.spawn(build);
             let mut queued = VecDeque::new();
             while k < h_chunks && !job.is_finished() {
@@ -386,55 +405,67 @@ impl PipelinedGpu {
                 .map_err(|_| backend_err("the thread building the queries' splits panicked"))
         })?;
         let (splits_ready, h_ahead) = (std::time::Instant::now(), k);
-        let (l, a, b) = &host;
-        let [pl, pa, pb] = &plans;
-        let (Some(gl), Some(ga), Some(gb), true) = (
-            pl.as_ref(),
-            pa.as_ref(),
-            pb.as_ref(),
-            packs(l, pl.as_ref()) && packs(a, pa.as_ref()) && packs(b, pb.as_ref()),
-        ) else {
-            // The queries run one after another after the H-MSM (`streamed.rs`).
-            for k in k..h_chunks {
-                self.overlap_h_chunk(
-                    ring,
-                    busy,
-                    &mut slots,
-                    (h_bases, pinned),
-                    h,
-                    n,
-                    k,
-                    &mut h_out,
-                )?;
+        let packs = match built {
+            Built::Packs(p) => Ok(p),
+            Built::Splits(b) => {
+                let ((l, a, b), [pl, pa, pb]) = *b;
+                match (&pl, &pa, &pb) {
+                    (Some(gl), Some(ga), Some(gb))
+                        if packs(&l, Some(gl)) && packs(&a, Some(ga)) && packs(&b, Some(gb)) =>
+                    {
+                        Ok(Box::new([
+                            QueryPack::of_split(&l, gl),
+                            QueryPack::of_split(&a, ga),
+                            QueryPack::of_split(&b, gb),
+                        ]))
+                    }
+                    _ => Err(((l, a, b), [pl, pa, pb])),
+                }
             }
-            self.free_slots(slots)?;
-            return Ok(Overlapped {
-                h: h_out,
-                queries: None,
-                host,
-                plans,
-                splits_ready,
-                h_ahead,
-            });
         };
+        let packs = match packs {
+            Ok(p) => p,
+            Err(fallback) => {
+                // The queries run one after another after the H-MSM (`streamed.rs`).
+                for k in k..h_chunks {
+                    self.overlap_h_chunk(
+                        ring,
+                        busy,
+                        &mut slots,
+                        (h_bases, pinned),
+                        h,
+                        n,
+                        k,
+                        &mut h_out,
+                    )?;
+                }
+                self.free_slots(slots)?;
+                return Ok(Overlapped {
+                    h: h_out,
+                    queries: Err(fallback),
+                    splits_ready,
+                    h_ahead,
+                });
+            }
+        };
+        let [l, a, b] = &*packs;
         let packed = vec![
-            self.upload_packed_query(ring, l, gl, "l scalars")?,
-            self.upload_packed_query(ring, a, ga, "a scalars")?,
-            self.upload_packed_query(ring, b, gb, "b scalars")?,
+            self.upload_packed_query(ring, l, "l scalars")?,
+            self.upload_packed_query(ring, a, "a scalars")?,
+            self.upload_packed_query(ring, b, "b scalars")?,
         ];
         let g2_chunk = ((c / 2) / 64 * 64).max(64);
         let jobs = [
-            (Curve::G1, as_bytes(srs.l()), c, l, gl, &packed[0]),
-            (Curve::G1, as_bytes(srs.a()), c, a, ga, &packed[1]),
-            (Curve::G1, as_bytes(srs.b_g1()), c, b, gb, &packed[2]),
-            (Curve::G2, as_bytes(srs.b_g2()), g2_chunk, b, gb, &packed[2]),
+            (Curve::G1, as_bytes(srs.l()), c, l, &packed[0]),
+            (Curve::G1, as_bytes(srs.a()), c, a, &packed[1]),
+            (Curve::G1, as_bytes(srs.b_g1()), c, b, &packed[2]),
+            (Curve::G2, as_bytes(srs.b_g2()), g2_chunk, b, &packed[2]),
         ]
-        .map(|(curve, host_bases, chunk, split, plan, packed)| QueryJob {
+        .map(|(curve, host_bases, chunk, pack, packed)| QueryJob {
             curve,
             host_bases,
             chunk,
-            split,
-            plan,
+            pack,
             packed,
         });
         for (q, name) in jobs.iter().zip(["l", "a", "b_g1", "b_g2"]) {
@@ -476,32 +507,11 @@ impl PipelinedGpu {
         self.free_packed(packed)?;
         Ok(Overlapped {
             h: h_out,
-            queries: Some(outs),
-            host,
-            plans,
+            queries: Ok(outs),
             splits_ready,
             h_ahead,
         })
     }
-}
-
-/// The ones of `split` among points `lo..hi` (`lo` a multiple of 64).
-fn ones_between(split: &Split, lo: u64, hi: u64) -> u64 {
-    let words = split.ones.words();
-    let (w0, w1) = (
-        (lo / 64) as usize,
-        (hi.div_ceil(64) as usize).min(words.len()),
-    );
-    let mut count = 0u64;
-    for (i, &w) in words[w0.min(w1)..w1].iter().enumerate() {
-        let start = (w0 + i) as u64 * 64;
-        let mut w = w;
-        if hi < start + 64 {
-            w &= (1u64 << (hi - start)) - 1;
-        }
-        count += u64::from(w.count_ones());
-    }
-    count
 }
 
 /// Waits for the oldest of the H-MSM chunks queued ahead once there are [`AHEAD`] of them.
@@ -574,22 +584,6 @@ mod tests {
         check(64, &[16, 16, 4, 8]);
         assert_eq!(interleave(2, &[1, 1]), [(0, 0), (1, 0), (0, 1), (2, 0)]);
         assert_eq!(interleave(0, &[1, 1]), [(1, 0), (2, 0)]);
-    }
-
-    #[test]
-    fn a_chunks_ones_are_counted_within_its_range_only() {
-        let mut scalars = vec![blstrs::Scalar::from(0u64); 200];
-        for i in [0usize, 63, 64, 130, 199] {
-            scalars[i] = blstrs::Scalar::from(1u64);
-        }
-        scalars[5] = blstrs::Scalar::from(7u64);
-        let split = Split::new(scalars);
-        assert_eq!(ones_between(&split, 0, 64), 2);
-        assert_eq!(ones_between(&split, 64, 128), 1);
-        assert_eq!(ones_between(&split, 128, 131), 1);
-        assert_eq!(ones_between(&split, 128, 130), 0);
-        assert_eq!(ones_between(&split, 192, 200), 1);
-        assert_eq!(ones_between(&split, 0, 200), 5);
     }
 
     #[test]
