@@ -165,6 +165,22 @@ pub(crate) fn word_ranks(words: &[u64]) -> Vec<u32> {
         .collect()
 }
 
+/// The set bits of `words` among bits `lo..hi` (`lo` a multiple of 64; bits past the words
+/// count as clear): a chunk's count in a bitmap (`gather.rs`, `query_pack.rs`).
+pub(crate) fn count_between(words: &[u64], lo: usize, hi: usize) -> usize {
+    let (w0, w1) = (lo / 64, hi.div_ceil(64).min(words.len()));
+    let mut count = 0;
+    for (k, &w) in words[w0.min(w1)..w1].iter().enumerate() {
+        let start = (w0 + k) * 64;
+        let mut w = w;
+        if hi < start + 64 {
+            w &= (1u64 << (hi - start)) - 1;
+        }
+        count += w.count_ones() as usize;
+    }
+    count
+}
+
 impl FromIterator<bool> for BitVec {
     fn from_iter<I: IntoIterator<Item = bool>>(iter: I) -> Self {
         let iter = iter.into_iter();

@@ -135,17 +135,7 @@ impl Gather {
 
     /// The nonzero tail scalars among points `lo..hi` (`lo` a multiple of 64).
     pub fn tail_between(&self, lo: usize, hi: usize) -> usize {
-        let (w0, w1) = (lo / BLOCK, hi.div_ceil(BLOCK).min(self.nonzero.len()));
-        let mut count = 0;
-        for (k, &w) in self.nonzero[w0.min(w1)..w1].iter().enumerate() {
-            let start = (w0 + k) * BLOCK;
-            let mut word = w;
-            if hi < start + BLOCK {
-                word &= (1u64 << (hi - start)) - 1;
-            }
-            count += word.count_ones() as usize;
-        }
-        count
+        crate::density::count_between(&self.nonzero, lo, hi)
     }
 
     /// Points of the split.

@@ -11,7 +11,7 @@
 
 use blstrs::Scalar;
 
-use crate::density::{set_bits, word_ranks, BitVec};
+use crate::density::{count_between, set_bits, word_ranks, BitVec};
 use crate::gather::Gather;
 use crate::packed_witness::PackedWitness;
 use crate::prover::Split;
@@ -202,21 +202,6 @@ impl QueryPack {
     pub fn ones_total(&self) -> usize {
         self.ones.iter().map(|w| w.count_ones() as usize).sum()
     }
-}
-
-/// Set bits of `words` among `lo..hi` (`lo` a multiple of 64).
-fn count_between(words: &[u64], lo: usize, hi: usize) -> usize {
-    let (w0, w1) = (lo / 64, hi.div_ceil(64).min(words.len()));
-    let mut count = 0;
-    for (k, &w) in words[w0.min(w1)..w1].iter().enumerate() {
-        let start = (w0 + k) * 64;
-        let mut w = w;
-        if hi < start + 64 {
-            w &= (1u64 << (hi - start)) - 1;
-        }
-        count += w.count_ones() as usize;
-    }
-    count
 }
 
 #[cfg(test)]

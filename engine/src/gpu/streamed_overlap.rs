@@ -379,6 +379,10 @@ impl PipelinedGpu {
         let mut slots = self.overlap_slots(tier.overlap_slots, c)?;
         let h_chunks = n.div_ceil(c) as usize;
         let mut h_out = Pieces::default();
+        // The H-MSM's chunk `k` through the slots.
+        let h_chunk = |ring: &mut Ring, busy: &mut Busy, slots: &mut Slots, out: &mut Pieces, k| {
+            self.overlap_h_chunk(ring, busy, slots, (h_bases, pinned), h, n, k, out)
+        };
         let mut k = 0usize;
         let built = std::thread::scope(|sc| -> Result<Built> {
             let job = sc.spawn(build);
@@ -388,17 +392,7 @@ impl PipelinedGpu {
                     keep_ahead(&mut queued)?;
                     continue;
                 }
-                let ev = self.overlap_h_chunk(
-                    ring,
-                    busy,
-                    &mut slots,
-                    (h_bases, pinned),
-                    h,
-                    n,
-                    k,
-                    &mut h_out,
-                )?;
-                queued.push_back(ev);
+                queued.push_back(h_chunk(ring, busy, &mut slots, &mut h_out, k)?);
                 k += 1;
             }
             job.join()
@@ -428,16 +422,7 @@ impl PipelinedGpu {
             Err(fallback) => {
                 // The queries run one after another after the H-MSM (`streamed.rs`).
                 for k in k..h_chunks {
-                    self.overlap_h_chunk(
-                        ring,
-                        busy,
-                        &mut slots,
-                        (h_bases, pinned),
-                        h,
-                        n,
-                        k,
-                        &mut h_out,
-                    )?;
+                    h_chunk(ring, busy, &mut slots, &mut h_out, k)?;
                 }
                 self.free_slots(slots)?;
                 return Ok(Overlapped {
@@ -481,16 +466,7 @@ impl PipelinedGpu {
         let order = interleave(h_chunks - k, &jobs.each_ref().map(QueryJob::chunks));
         for (j, i) in order {
             if j == 0 {
-                self.overlap_h_chunk(
-                    ring,
-                    busy,
-                    &mut slots,
-                    (h_bases, pinned),
-                    h,
-                    n,
-                    k + i,
-                    &mut h_out,
-                )?;
+                h_chunk(ring, busy, &mut slots, &mut h_out, k + i)?;
             } else {
                 self.overlap_query_chunk(
                     ring,
