@@ -11,7 +11,7 @@
 
 use blstrs::Scalar;
 
-use crate::density::{count_between, set_bits, word_ranks, BitVec};
+use crate::density::{count_between, word_ranks, BitVec};
 use crate::gather::Gather;
 use crate::packed_witness::PackedWitness;
 use crate::prover::Split;
@@ -69,6 +69,108 @@ impl Stream {
         }
         self.len += count as usize;
     }
+
+    /// Appends `other`'s bits.
+    fn append(&mut self, other: &Stream) {
+        let full = other.len / 64;
+        for &w in &other.words[..full] {
+            self.push(w, 64);
+        }
+        if let Some(&w) = other.words.get(full) {
+            self.push(w, (other.len % 64) as u32);
+        }
+    }
+}
+
+/// Words of a segment a piece of [`QueryPack::from_witness_on`]'s parallel walk.
+pub const PIECE_WORDS: usize = 1 << 14;
+
+/// One piece's part of a query: its ones and tail bits and its tail values.
+struct Piece {
+    ones: Stream,
+    tail: Stream,
+    values: Vec<Scalar>,
+}
+
+/// Words `words` of segment `s` (checked within the witness and its selection).
+fn piece(w: &PackedWitness, s: &Segment, words: std::ops::Range<usize>) -> Piece {
+    let (mut ones, mut tail) = (Stream::default(), Stream::default());
+    let mut values = Vec::new();
+    for k in words {
+        let at = s.start + 64 * k;
+        let left = (s.len - 64 * k).min(64) as u32;
+        let range = if left == 64 {
+            u64::MAX
+        } else {
+            (1u64 << left) - 1
+        };
+        let sel = s.select.map_or(u64::MAX, |m| m.words()[k]) & range;
+        let (o, t) = (bits_at(&w.ones, at), bits_at(&w.others, at));
+        let count = sel.count_ones();
+        ones.push(pext(o, sel), count);
+        tail.push(pext(t, sel), count);
+        let mut hit = t & sel;
+        while hit != 0 {
+            let i = at + hit.trailing_zeros() as usize;
+            values.push(w.values[rank(w, i)]);
+            hit &= hit - 1;
+        }
+    }
+    Piece { ones, tail, values }
+}
+
+/// [`QueryPack::from_witness_on`] in pieces of `piece_words` words.
+fn walk(
+    w: &PackedWitness,
+    segments: &[Segment],
+    threads: usize,
+    piece_words: usize,
+) -> Option<QueryPack> {
+    if segments
+        .iter()
+        .any(|s| s.start + s.len > w.len || s.select.is_some_and(|m| m.len() < s.len))
+    {
+        return None;
+    }
+    let pieces: Vec<(&Segment, std::ops::Range<usize>)> = segments
+        .iter()
+        .flat_map(|s| {
+            let words = s.len.div_ceil(64);
+            (0..words.div_ceil(piece_words))
+                .map(move |p| (s, p * piece_words..((p + 1) * piece_words).min(words)))
+        })
+        .collect();
+    let threads = threads.clamp(1, pieces.len().max(1));
+    let mut done: Vec<Option<Piece>> = (0..pieces.len()).map(|_| None).collect();
+    std::thread::scope(|sc| {
+        for (t, out) in done
+            .chunks_mut(pieces.len().div_ceil(threads).max(1))
+            .enumerate()
+        {
+            let first = t * pieces.len().div_ceil(threads).max(1);
+            let pieces = &pieces;
+            sc.spawn(move || {
+                for (k, o) in out.iter_mut().enumerate() {
+                    let (s, words) = &pieces[first + k];
+                    *o = Some(piece(w, s, words.clone()));
+                }
+            });
+        }
+    });
+    let (mut ones, mut tail) = (Stream::default(), Stream::default());
+    let mut values = Vec::new();
+    for p in done.into_iter().collect::<Option<Vec<Piece>>>()? {
+        ones.append(&p.ones);
+        tail.append(&p.tail);
+        values.extend(p.values);
+    }
+    debug_assert_eq!(ones.len, tail.len);
+    Some(QueryPack {
+        len: ones.len,
+        ones: ones.words,
+        tail: tail.words,
+        values,
+    })
 }
 
 /// The 64 bits of `words` from bit `at` on (zeros past the end).
@@ -117,53 +219,45 @@ impl QueryPack {
     /// The query made of `segments` of the packed witness `w`, in order; `None` where a segment
     /// lies outside the witness or its selection is shorter than it.
     pub fn from_witness(w: &PackedWitness, segments: &[Segment]) -> Option<QueryPack> {
-        let (mut ones, mut tail) = (Stream::default(), Stream::default());
-        let mut values = Vec::new();
-        for s in segments {
-            if s.start + s.len > w.len || s.select.is_some_and(|m| m.len() < s.len) {
-                return None;
-            }
-            for k in 0..s.len.div_ceil(64) {
-                let at = s.start + 64 * k;
-                let left = (s.len - 64 * k).min(64) as u32;
-                let range = if left == 64 {
-                    u64::MAX
-                } else {
-                    (1u64 << left) - 1
-                };
-                let sel = s.select.map_or(u64::MAX, |m| m.words()[k]) & range;
-                let (o, t) = (bits_at(&w.ones, at), bits_at(&w.others, at));
-                let count = sel.count_ones();
-                ones.push(pext(o, sel), count);
-                tail.push(pext(t, sel), count);
-                values.extend(set_bits(&[t & sel], at).map(|i| w.values[rank(w, i)]));
-            }
-        }
-        debug_assert_eq!(ones.len, tail.len);
-        Some(QueryPack {
-            len: ones.len,
-            ones: ones.words,
-            tail: tail.words,
-            values,
-        })
+        Self::from_witness_on(w, segments, 1)
+    }
+
+    /// [`QueryPack::from_witness`] on up to `threads` threads of its own: each takes pieces of
+    /// [`PIECE_WORDS`] words in turn, and the pieces' bitmaps are joined in order.
+    pub fn from_witness_on(
+        w: &PackedWitness,
+        segments: &[Segment],
+        threads: usize,
+    ) -> Option<QueryPack> {
+        walk(w, segments, threads, PIECE_WORDS)
     }
 
     /// The three queries `(l, a, b)` of a witness of `inputs` inputs packed as `w`, by the
-    /// recording's densities `[a_aux, b_in, b_aux]` (`splits`'s layout).
+    /// recording's densities `[a_aux, b_in, b_aux]` (`splits`'s layout), on up to `threads`
+    /// threads of their own.
     pub fn queries(
         w: &PackedWitness,
         inputs: usize,
         [a_aux, b_in, b_aux]: [&BitVec; 3],
+        threads: usize,
     ) -> Option<[QueryPack; 3]> {
         let aux = w.len.checked_sub(inputs)?;
         let seg = |start, len, select| Segment { start, len, select };
-        let l = Self::from_witness(w, &[seg(inputs, aux, None)])?;
-        let a = Self::from_witness(w, &[seg(0, inputs, None), seg(inputs, aux, Some(a_aux))])?;
-        let b = Self::from_witness(
-            w,
-            &[seg(0, inputs, Some(b_in)), seg(inputs, aux, Some(b_aux))],
-        )?;
-        Some([l, a, b])
+        // A third of the threads a query.
+        let t = threads.div_ceil(3).max(1);
+        let (l, a, b) = std::thread::scope(|s| {
+            let l = s.spawn(|| Self::from_witness_on(w, &[seg(inputs, aux, None)], t));
+            let a = s.spawn(|| {
+                Self::from_witness_on(w, &[seg(0, inputs, None), seg(inputs, aux, Some(a_aux))], t)
+            });
+            let b = Self::from_witness_on(
+                w,
+                &[seg(0, inputs, Some(b_in)), seg(inputs, aux, Some(b_aux))],
+                t,
+            );
+            (l.join().ok().flatten(), a.join().ok().flatten(), b)
+        });
+        Some([l?, a?, b?])
     }
 
     /// The same pack from a dense split and its gather plan (`g` must be `split`'s).
@@ -184,9 +278,14 @@ impl QueryPack {
         word_ranks(&self.tail)
     }
 
-    /// Whether it stays on the device whole: at most 1 in `den` of its scalars in the tail.
-    pub fn within(&self, den: u64) -> bool {
-        (self.values.len() as u64) <= (self.len as u64).div_ceil(den)
+    /// Whether `packs` stay on the device whole within a plan's bound: their tails together at
+    /// most what 1 in `den` of each one's scalars come to (`stream_plan::packed_query_bytes`
+    /// reserves the sum, so one query's denser tail, as `b`'s at 32 GiB PoRep, is carried by the
+    /// others' sparse ones).
+    pub fn within(packs: &[QueryPack], den: u64) -> bool {
+        let tails: u64 = packs.iter().map(|p| p.values.len() as u64).sum();
+        let bound: u64 = packs.iter().map(|p| (p.len as u64).div_ceil(den)).sum();
+        tails <= bound
     }
 
     /// The tail's scalars among `lo..hi` (`lo` a multiple of 64).
@@ -251,7 +350,7 @@ mod tests {
                 bits(aux, 1.0 - p, &mut rng),
             ];
             let packed = PackedWitness::of(ins, aux_v, 3).expect("packs");
-            let ours = QueryPack::queries(&packed, inputs, [&dens[0], &dens[1], &dens[2]])
+            let ours = QueryPack::queries(&packed, inputs, [&dens[0], &dens[1], &dens[2]], 3)
                 .expect("segments within the witness");
             let (l, a, b) = splits(ins, aux_v.to_vec(), [&dens[0], &dens[1], &dens[2]]);
             for (name, ours, split) in [
@@ -312,7 +411,52 @@ mod tests {
         )
         .unwrap();
         assert_eq!((all.len, all.values.len()), (10, 10));
-        assert!(!all.within(32) && all.within(1));
+        assert!(!QueryPack::within(std::slice::from_ref(&all), 32));
+        assert!(QueryPack::within(std::slice::from_ref(&all), 1));
+        // A dense query within the bound beside sparse ones: 10 tail values against
+        // a bound of 1 + 10 + 1 (1 in 32 over 10, 320 and 32 scalars).
+        let sparse = |len| QueryPack {
+            len,
+            ones: vec![0; len.div_ceil(64)],
+            tail: vec![0; len.div_ceil(64)],
+            values: vec![],
+        };
+        assert!(QueryPack::within(
+            &[all.clone(), sparse(320), sparse(32)],
+            32
+        ));
+        assert!(
+            !QueryPack::within(&[all, sparse(224), sparse(32)], 32),
+            "10 of 1 + 7 + 1"
+        );
+    }
+
+    #[test]
+    fn a_query_walked_in_pieces_on_threads_is_the_same_pack() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(36);
+        let w = witness(3 + 700, &mut rng);
+        let packed = PackedWitness::of(&w[..3], &w[3..], 2).unwrap();
+        let sel = bits(700, 0.3, &mut rng);
+        let segs = [
+            Segment {
+                start: 0,
+                len: 3,
+                select: None,
+            },
+            Segment {
+                start: 3,
+                len: 700,
+                select: Some(&sel),
+            },
+        ];
+        let whole = walk(&packed, &segs, 1, 1 << 20).unwrap();
+        for (threads, piece) in [(1, 1), (2, 1), (3, 2), (4, 3), (16, 5)] {
+            assert_eq!(
+                walk(&packed, &segs, threads, piece).unwrap(),
+                whole,
+                "{threads} threads, pieces of {piece} words"
+            );
+        }
     }
 
     #[test]

@@ -325,7 +325,13 @@ impl PipelinedGpu {
                         }
                     },
                 )?;
-                t.span("host_splits", start, o.splits_ready);
+                // Named by what followed: the queries beside the H-MSM, or after it.
+                let stage = if o.queries.is_ok() {
+                    "query_packs"
+                } else {
+                    "host_splits"
+                };
+                t.span(stage, start, o.splits_ready);
                 log::debug!(
                     "{}: partition {}: {} of the H-MSM's chunks queued before the queries' packs; the queries {}",
                     self.name(),

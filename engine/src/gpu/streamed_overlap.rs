@@ -106,12 +106,27 @@ impl PackedQuery {
     }
 }
 
-/// Whether `split`'s tail joins the overlapped step: its plan is its own and at most 1 in
-/// [`OVERLAP_TAIL_DEN`] of its scalars is in the tail.
-pub(super) fn packs(split: &Split, plan: Option<&Gather>) -> bool {
-    plan.is_some_and(|g| {
-        g.len() == split.len()
-            && (g.tail_total as u64) <= (split.len() as u64).div_ceil(OVERLAP_TAIL_DEN)
+/// The queries' packs from their dense splits and plans, where each plan is its split's and
+/// the tails together are within [`OVERLAP_TAIL_DEN`] ([`QueryPack::within`]).
+pub(super) fn packs_of_splits(
+    (l, a, b): &HostSplits,
+    [pl, pa, pb]: &Plans,
+) -> Option<Box<[QueryPack; 3]>> {
+    fn own<'g>(s: &Split, g: &'g Option<Gather>) -> Option<&'g Gather> {
+        g.as_ref().filter(|g| g.len() == s.len())
+    }
+    let (gl, ga, gb) = (own(l, pl)?, own(a, pa)?, own(b, pb)?);
+    let tails = gl.tail_total + ga.tail_total + gb.tail_total;
+    let bound: usize = [l, a, b]
+        .iter()
+        .map(|s| s.len().div_ceil(OVERLAP_TAIL_DEN as usize))
+        .sum();
+    (tails <= bound).then(|| {
+        Box::new([
+            QueryPack::of_split(l, gl),
+            QueryPack::of_split(a, ga),
+            QueryPack::of_split(b, gb),
+        ])
     })
 }
 
@@ -123,18 +138,16 @@ pub(super) enum Built {
 }
 
 /// The queries `(l, a, b)` packed from `r`'s packed witness by its recording's densities, where
-/// it has one and each pack is within [`OVERLAP_TAIL_DEN`].
+/// it has one and the packs are within [`OVERLAP_TAIL_DEN`] together.
 pub(super) fn packs_from_witness(r: &crate::prover::Recorded) -> Option<Box<[QueryPack; 3]>> {
     let w = r.packed.as_ref()?;
     if !r.splits_pending || w.len != r.inputs.len() + r.aux.len() {
         return None;
     }
     let [a_aux, b_in, b_aux] = r.rec.densities();
-    let packs = QueryPack::queries(w, r.inputs.len(), [&a_aux, &b_in, &b_aux])?;
-    packs
-        .iter()
-        .all(|p| p.within(OVERLAP_TAIL_DEN))
-        .then(|| Box::new(packs))
+    let threads = crate::gather::side_threads();
+    let packs = QueryPack::queries(w, r.inputs.len(), [&a_aux, &b_in, &b_aux], threads)?;
+    QueryPack::within(&packs, OVERLAP_TAIL_DEN).then(|| Box::new(packs))
 }
 
 /// The overlapped step's device slots: `bases` (a chunk of G1 bases or half a chunk of G2) and
@@ -402,18 +415,10 @@ impl PipelinedGpu {
         let packs = match built {
             Built::Packs(p) => Ok(p),
             Built::Splits(b) => {
-                let ((l, a, b), [pl, pa, pb]) = *b;
-                match (&pl, &pa, &pb) {
-                    (Some(gl), Some(ga), Some(gb))
-                        if packs(&l, Some(gl)) && packs(&a, Some(ga)) && packs(&b, Some(gb)) =>
-                    {
-                        Ok(Box::new([
-                            QueryPack::of_split(&l, gl),
-                            QueryPack::of_split(&a, ga),
-                            QueryPack::of_split(&b, gb),
-                        ]))
-                    }
-                    _ => Err(((l, a, b), [pl, pa, pb])),
+                let (host, plans) = *b;
+                match packs_of_splits(&host, &plans) {
+                    Some(p) => Ok(p),
+                    None => Err((host, plans)),
                 }
             }
         };
@@ -563,22 +568,26 @@ mod tests {
     }
 
     #[test]
-    fn a_tail_joins_the_overlap_only_with_its_own_plan_and_within_the_bound() {
-        let mut scalars = vec![blstrs::Scalar::from(0u64); 640];
+    fn the_queries_join_the_overlap_only_with_their_own_plans_and_within_the_bound_together() {
+        let z = || blstrs::Scalar::from(0u64);
+        let mut scalars = vec![z(); 640];
         scalars[3] = blstrs::Scalar::from(9u64);
         let sparse = Split::new(scalars.clone());
-        let g = Gather::of(&sparse, 2);
-        assert!(packs(&sparse, Some(&g)));
-        assert!(!packs(&sparse, None));
-        for s in scalars.iter_mut().take(40) {
+        // 40 of 64 in the tail: dense alone, within the bound beside two sparse queries of 640.
+        let mut small = vec![z(); 64];
+        for s in small.iter_mut().take(40) {
             *s = blstrs::Scalar::from(5u64);
         }
-        let dense = Split::new(scalars);
-        assert!(
-            !packs(&dense, Some(&Gather::of(&dense, 2))),
-            "40 of 640 > 1/32"
-        );
-        let short = Split::new(vec![blstrs::Scalar::from(0u64); 64]);
-        assert!(!packs(&short, Some(&g)), "another split's plan");
+        let dense = Split::new(small);
+        let plan = |s: &Split| Some(Gather::of(s, 2));
+        let host = (sparse.clone(), sparse.clone(), dense.clone());
+        let plans = [plan(&sparse), plan(&sparse), plan(&dense)];
+        let packs = packs_of_splits(&host, &plans).expect("2 + 40 of a bound of 20 + 20 + 2");
+        assert_eq!(packs[2].values.len(), 40);
+        // Without a plan, or with another split's, or over the bound, they run in turn.
+        assert!(packs_of_splits(&host, &[plan(&sparse), None, plan(&dense)]).is_none());
+        assert!(packs_of_splits(&host, &[plan(&sparse), plan(&dense), plan(&dense)]).is_none());
+        let host = (dense.clone(), dense.clone(), dense.clone());
+        assert!(packs_of_splits(&host, &[plan(&dense), plan(&dense), plan(&dense)]).is_none());
     }
 }
