@@ -34,7 +34,10 @@ mkdir -p /tmp/sweep
 if [ -n "${THEN_SWEEP:-}" ] && [ "$SW" != 0 ]; then mkdir -p /tmp/sweep2; THEN="; SKIP_TESTS=1 SWEEP=$THEN_SWEEP '$B/porep-sweep-run.sh' '$B' /tmp/sweep2 ${THEN_COUNT:-1} ${THEN_J:-1} > /tmp/sweep2/run.log 2>&1"; else THEN=; fi
 SKIP_TESTS=1 SWEEP=$SW setsid nohup bash -c "'$B/porep-sweep-run.sh' '$B' /tmp/sweep ${COUNT:-2} ${J:-2} > /tmp/sweep/run.log 2>&1 $THEN" < /dev/null > /dev/null 2>&1 &
 echo "sweep $SW count=${COUNT:-2} j=${J:-2} started at $(date +%T)"
-while [ $(( $(date +%s) - t0 )) -lt ${WATCH:-560} ]; do sleep 10; grep -q 'sweep rc=' /tmp/sweep/run.log && break; done
+# The log and timelines are copied to $OUT as they grow: a call stopped at its limit still brings them back.
+while [ $(( $(date +%s) - t0 )) -lt ${WATCH:-560} ]; do sleep 10
+  cp /tmp/sweep/sweep.log "$OUT/" 2>/dev/null; (cd /tmp && tar czf "$OUT/timelines.tgz" porep-work/timeline porep-work/memory.log 2>/dev/null)
+  grep -q 'sweep rc=' /tmp/sweep/run.log && break; done
 cp /tmp/sweep/sweep.log "$OUT/" 2>/dev/null
 grep -E '^(run |porep_|alone |stream |summary|memory|# setup|# rec|sweep rc|cgroup)' /tmp/sweep/sweep.log | tail -20
 tail -3 /tmp/sweep/sweep.log; free -g | sed -n 2p; nvidia-smi --query-gpu=memory.used --format=csv,noheader
