@@ -422,6 +422,7 @@ impl PipelinedGpu {
                 }
             }
         };
+        log_tail_shares(&packs);
         let packs = match packs {
             Ok(p) => p,
             Err(fallback) => {
@@ -493,6 +494,37 @@ impl PipelinedGpu {
             h_ahead,
         })
     }
+}
+
+/// Logs once a process the queries' tail shares (neither zero nor one) and whether they ran
+/// beside the H-MSM: what decides the overlapped step, seen on real partitions.
+fn log_tail_shares(packs: &std::result::Result<Box<[QueryPack; 3]>, (HostSplits, Plans)>) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let share = |tail: usize, len: usize| 100.0 * tail as f64 / len.max(1) as f64;
+        let (shares, beside) = match packs {
+            Ok(p) => (p.each_ref().map(|q| share(q.values.len(), q.len)), true),
+            Err(((l, a, b), plans)) => {
+                let tail = |g: &Option<Gather>| g.as_ref().map_or(0, |g| g.tail_total);
+                (
+                    [
+                        share(tail(&plans[0]), l.len()),
+                        share(tail(&plans[1]), a.len()),
+                        share(tail(&plans[2]), b.len()),
+                    ],
+                    false,
+                )
+            }
+        };
+        log::info!(
+            "streamed tier: the queries' tails are {:.2} / {:.2} / {:.2} % of l / a / b (bound: {:.2} % together); the queries run {}",
+            shares[0],
+            shares[1],
+            shares[2],
+            100.0 / OVERLAP_TAIL_DEN as f64,
+            if beside { "beside the H-MSM" } else { "after the H-MSM" }
+        );
+    });
 }
 
 /// Waits for the oldest of the H-MSM chunks queued ahead once there are [`AHEAD`] of them.
