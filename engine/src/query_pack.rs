@@ -283,9 +283,18 @@ impl QueryPack {
     /// reserves the sum, so one query's denser tail, as `b`'s at 32 GiB PoRep, is carried by the
     /// others' sparse ones).
     pub fn within(packs: &[QueryPack], den: u64) -> bool {
-        let tails: u64 = packs.iter().map(|p| p.values.len() as u64).sum();
-        let bound: u64 = packs.iter().map(|p| (p.len as u64).div_ceil(den)).sum();
-        tails <= bound
+        Self::tails_within(
+            packs.iter().map(|p| p.values.len()).sum(),
+            packs.iter().map(|p| p.len),
+            den,
+        )
+    }
+
+    /// The bound of [`QueryPack::within`] for `tails` tail values in all over queries of `lens`
+    /// scalars: at most 1 in `den` of each one's scalars (rounded up), summed.
+    pub fn tails_within(tails: usize, lens: impl IntoIterator<Item = usize>, den: u64) -> bool {
+        let bound: u64 = lens.into_iter().map(|n| (n as u64).div_ceil(den)).sum();
+        tails as u64 <= bound
     }
 
     /// The tail's scalars among `lo..hi` (`lo` a multiple of 64).

@@ -597,12 +597,7 @@ impl PipelinedGpu {
         let s = match plan.filter(|g| g.len() == split.len()) {
             // Packed by its plan's bitmap, unpacked on the device (`witness_upload.rs`).
             Some(g) => self.upload_packed_tail(ring, split, g, what)?,
-            None => {
-                let tail = as_bytes(&split.tail);
-                let mut s = cp.alloc(tail.len().max(32), what)?;
-                ring.upload(cp, &mut s, 0, tail, what)?;
-                s
-            }
+            None => self.upload_new(ring, as_bytes(&split.tail), what)?,
         };
         let ones = if split.ones.count_ones() > 0 {
             let w = as_bytes(split.ones.words());

@@ -117,11 +117,8 @@ pub(super) fn packs_of_splits(
     }
     let (gl, ga, gb) = (own(l, pl)?, own(a, pa)?, own(b, pb)?);
     let tails = gl.tail_total + ga.tail_total + gb.tail_total;
-    let bound: usize = [l, a, b]
-        .iter()
-        .map(|s| s.len().div_ceil(OVERLAP_TAIL_DEN as usize))
-        .sum();
-    (tails <= bound).then(|| {
+    let lens = [l.len(), a.len(), b.len()];
+    QueryPack::tails_within(tails, lens, OVERLAP_TAIL_DEN).then(|| {
         Box::new([
             QueryPack::of_split(l, gl),
             QueryPack::of_split(a, ga),
@@ -198,12 +195,7 @@ impl PipelinedGpu {
         pack: &QueryPack,
         what: &str,
     ) -> Result<PackedQuery> {
-        let cp = &self.stream_copy;
-        let mut part = |bytes: &[u8]| -> Result<DevBuf> {
-            let mut b = cp.alloc(bytes.len().max(32), what)?;
-            ring.upload(cp, &mut b, 0, bytes, what)?;
-            Ok(b)
-        };
+        let mut part = |bytes: &[u8]| self.upload_new(ring, bytes, what);
         let others = part(as_bytes(&pack.tail))?;
         let ranks = part(as_bytes(&pack.ranks()))?;
         let values = part(as_bytes(&pack.values))?;

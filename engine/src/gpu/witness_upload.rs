@@ -70,6 +70,15 @@ impl PipelinedGpu {
         self.unpack_upload(ring, &packed, what)
     }
 
+    /// `bytes` in a device buffer of their own (at least 32 bytes), queued on the copy stream
+    /// through the ring.
+    pub(super) fn upload_new(&self, ring: &mut Ring, bytes: &[u8], what: &str) -> Result<DevBuf> {
+        let cp = &self.stream_copy;
+        let mut b = cp.alloc(bytes.len().max(32), what)?;
+        ring.upload(cp, &mut b, 0, bytes, what)?;
+        Ok(b)
+    }
+
     fn unpack_upload(&self, ring: &mut Ring, p: &Packed, what: &str) -> Result<DevBuf> {
         let cp = &self.stream_copy;
         let words = p.len.div_ceil(64);
@@ -88,11 +97,7 @@ impl PipelinedGpu {
         if p.len == 0 {
             return Ok(w);
         }
-        let mut part = |bytes: &[u8]| -> Result<DevBuf> {
-            let mut b = cp.alloc(bytes.len().max(32), what)?;
-            ring.upload(cp, &mut b, 0, bytes, what)?;
-            Ok(b)
-        };
+        let mut part = |bytes: &[u8]| self.upload_new(ring, bytes, what);
         let ones = match p.ones {
             Some(o) => part(as_bytes(o))?,
             None => cp.alloc_zeroed(8 * words, what)?,
